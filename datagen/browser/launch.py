@@ -1,0 +1,83 @@
+"""Finding and launching Chromium: the executable, and the switches that keep it quiet.
+
+Why the switches: on these closed networks Chromium's background services try to reach
+Google hosts at every start and get refused; and Debian's Chromium in new-headless mode
+starts a hidden omnibox-popup renderer per context unless the WebUIOmnibox* features are
+disabled, which halves memory per context. Playwright passes its own `--disable-features=`
+list and a second such switch would replace it, so the two lists are merged.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+from pathlib import Path
+
+from datagen.errors import BrowserUnavailable
+
+QUIET_SWITCHES = [
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--disable-gpu",
+]
+OUR_DISABLED_FEATURES = ["WebUIOmniboxPopup", "WebUIOmniboxAimPopup", "WebUIOmniboxFullPopup"]
+SYSTEM_CHROMIUM = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
+INSTALL_HINT = (
+    "install a Chromium: as root `apt-get install -y chromium` (Debian/Ubuntu), or "
+    "`playwright install chromium` where downloads are allowed, or set browser.executable"
+)
+
+
+def find_executable(configured: str | None, playwright_own: str | None) -> str:
+    """The configured binary, else Playwright's own if installed, else the system Chromium."""
+    if configured:
+        if not Path(configured).is_file():
+            raise BrowserUnavailable(f"browser.executable {configured!r} does not exist; {INSTALL_HINT}")
+        return configured
+    if playwright_own and Path(playwright_own).is_file():
+        return playwright_own
+    for candidate in (*SYSTEM_CHROMIUM, shutil.which("chromium") or ""):
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    raise BrowserUnavailable(f"no Chromium found; {INSTALL_HINT}")
+
+
+@functools.lru_cache(maxsize=1)
+def playwright_disabled_features() -> tuple[str, ...]:
+    """The feature list Playwright passes in its own `--disable-features=` switch.
+
+    Read from the installed driver's source rather than copied, so that a Playwright upgrade
+    cannot silently drop its entries. Empty when it cannot be found (we then leave
+    Playwright's switch alone and add ours separately, which loses its list: logged by caller).
+    """
+    import playwright
+
+    root = Path(playwright.__file__).parent / "driver" / "package" / "lib"
+    for path in (root / "coreBundle.js", root / "server" / "chromium" / "chromiumSwitches.js"):
+        if not path.is_file():
+            continue
+        match = re.search(r"disabledFeatures\s*=\s*\[(.*?)\]", path.read_text(encoding="utf-8"), re.S)
+        if match:
+            body = re.sub(r"//[^\n]*", "", match.group(1))
+            return tuple(re.findall(r"""["']([A-Za-z0-9_]+)["']""", body))
+    return ()
+
+
+def launch_options(executable: str, headless: bool, extra_args: list[str]) -> dict[str, object]:
+    """Keyword arguments for `playwright.chromium.launch`."""
+    theirs = playwright_disabled_features()
+    merged = list(dict.fromkeys([*theirs, *OUR_DISABLED_FEATURES]))
+    args = [*QUIET_SWITCHES, f"--disable-features={','.join(merged)}", *extra_args]
+    ignore = [f"--disable-features={','.join(theirs)}"] if theirs else []
+    # Playwright adds --no-sandbox itself (chromium_sandbox defaults to False), which root needs.
+    return {
+        "executable_path": executable,
+        "headless": headless,
+        "args": args,
+        "ignore_default_args": ignore,
+    }

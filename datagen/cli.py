@@ -1,0 +1,148 @@
+"""The `datagen` command. Thin: parse arguments, call the stages, print. Heavy imports (Dask,
+Playwright, pyarrow) happen inside the commands that need them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from datagen.errors import DatagenError
+
+if TYPE_CHECKING:
+    from datagen.plan import Plan
+    from datagen.runtime import RunSummary
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Generate training data for computer-use agents: browsers on Dask, Parquet out.",
+)
+console = Console()
+err_console = Console(stderr=True)
+
+PipelineArg = Annotated[Path, typer.Argument(help="pipeline file (YAML)", show_default=False)]
+OutputOpt = Annotated[str | None, typer.Option("--output", "-o", help="override output.uri")]
+
+
+def _load(path: Path, output: str | None) -> Plan:
+    from datagen.config import load_pipeline
+    from datagen.plan import make_plan
+
+    return make_plan(load_pipeline(path, output))
+
+
+def _show_plan(plan: Plan) -> None:
+    cfg = plan.config
+    table = Table(title=f"plan: {cfg.name}", show_header=False)
+    by_source: dict[str, int] = {}
+    for task in plan.tasks:
+        by_source[task.source] = by_source.get(task.source, 0) + 1
+    cluster = cfg.cluster.address or f"LocalCluster, {cfg.cluster.workers} worker processes"
+    rows = [
+        ("tasks", f"{len(plan.tasks)} ({', '.join(f'{k} {v}' for k, v in by_source.items())})"),
+        ("episodes", f"{plan.episodes} ({cfg.run.repeats} per task, ≤ {cfg.run.max_steps} steps unless the task says)"),
+        ("shards", f"{len(plan.busy_shards)} (≈{cfg.run.tasks_per_shard} tasks each)"),
+        ("cluster", cluster),
+        ("sessions", f"{cfg.cluster.sessions_per_worker} per worker"),
+        ("policy", cfg.policy.type),
+        ("browser", f"{cfg.browser.viewport.width}×{cfg.browser.viewport.height} @{cfg.browser.device_scale_factor:g}x, {cfg.browser.image_format}"),
+        ("output", cfg.output.uri),
+        ("run id", plan.run_id),
+    ]
+    for key, value in rows:
+        table.add_row(key, value)
+    console.print(table)
+
+
+def _fail(exc: Exception) -> typer.Exit:
+    err_console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+    return typer.Exit(2)
+
+
+@app.command()
+def validate(pipeline: PipelineArg, output: OutputOpt = None) -> None:
+    """Check a pipeline file and its task lists, and print the plan. Starts nothing."""
+    try:
+        plan = _load(pipeline, output)
+    except DatagenError as exc:
+        raise _fail(exc) from None
+    _show_plan(plan)
+    console.print("[green]ok[/]")
+
+
+@app.command()
+def run(
+    pipeline: PipelineArg,
+    output: OutputOpt = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="show the plan, launch nothing")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="debug logging")] = False,
+) -> None:
+    """Run a pipeline: tasks → Dask workers → Chromium → policy → validated Parquet."""
+    try:
+        plan = _load(pipeline, output)
+    except DatagenError as exc:
+        raise _fail(exc) from None
+    _show_plan(plan)
+    if dry_run:
+        console.print("dry run: nothing launched")
+        return
+    from datagen.observe.logs import setup_logging
+    from datagen.observe.progress import RichProgress
+    from datagen.runtime import execute
+
+    setup_logging(verbose)
+    try:
+        with RichProgress(console) as progress:
+            summary = execute(plan, progress)
+    except DatagenError as exc:
+        raise _fail(exc) from None
+    _show_summary(summary)
+    if summary.failed_shards or not summary.manifest.get("complete"):
+        raise typer.Exit(1)
+
+
+def _show_summary(summary: RunSummary) -> None:
+    manifest = summary.manifest
+    table = Table(title="output")
+    table.add_column("table")
+    table.add_column("rows", justify="right")
+    for name, info in manifest["tables"].items():
+        table.add_row(name, str(info["rows"]))
+    console.print(table)
+    episodes = manifest["tables"]["episodes"]["rows"]
+    console.print(f"solved {manifest['solved']} of {episodes} episodes; rejects by reason: {manifest['reject_reasons'] or 'none'}")
+    if summary.skipped_shards:
+        console.print(f"{len(summary.skipped_shards)} shards were already committed and skipped")
+    for shard, reason in summary.failed_shards.items():
+        err_console.print(f"[red]shard {shard} failed:[/] {reason}")
+    state = "complete" if manifest["complete"] else f"incomplete (missing shards {manifest['shards']['missing']}; run again to finish)"
+    console.print(f"wrote {manifest['pipeline']['output']['uri']} in {summary.seconds:.1f}s: {state}")
+
+
+@app.command()
+def schemas(
+    check: Annotated[bool, typer.Option("--check", help="fail if schemas/ is out of date")] = False,
+) -> None:
+    """Write the JSON Schemas of the output tables to schemas/ (generated from records.py)."""
+    import json
+
+    from datagen.sink.schema import SCHEMA_DIR, json_schemas, write_json_schemas
+
+    if check:
+        stale = [n for n, s in json_schemas().items() if not (SCHEMA_DIR / f"{n}.schema.json").is_file()
+                 or json.loads((SCHEMA_DIR / f"{n}.schema.json").read_text()) != s]
+        if stale:
+            err_console.print(f"out of date: {', '.join(stale)}; run `datagen schemas`")
+            raise typer.Exit(1)
+        console.print("schemas up to date")
+        return
+    for path in write_json_schemas():
+        console.print(f"wrote {path}")
+
+
+def main() -> None:
+    app()

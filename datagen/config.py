@@ -1,0 +1,289 @@
+"""The pipeline file: pydantic models (extra keys forbidden, frozen) and a loader whose errors
+name the YAML path of the bad key and say how to fix it.
+
+    pipelines/X.yaml ─► load_pipeline() ─► PipelineConfig
+
+Nothing here starts a browser or a cluster: a bad file fails before either exists.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import types
+import typing
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from datagen.errors import ConfigError
+
+
+class Section(BaseModel):
+    """Base of every config section: unknown keys are errors, values immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --------------------------------------------------------------------------- sources
+
+
+class SitesSource(Section):
+    """The bundled local web apps in `sources/sites/`, served by datagen on 127.0.0.1."""
+
+    type: Literal["sites"]
+    sites: list[str] | None = Field(None, description="site folder names; default: all of them")
+    dir: str | None = Field(None, description="folder holding the sites; default: bundled one")
+
+
+class JsonlSource(Section):
+    """datagen's native JSONL: id, start_url, instruction, check, max_steps (one task a line)."""
+
+    type: Literal["jsonl"]
+    path: str = Field(description="path to the .jsonl file, relative to the pipeline file")
+    limit: int | None = Field(None, ge=1, description="read at most this many tasks")
+
+
+class WebVoyagerSource(Section):
+    """WebVoyager's JSONL: web_name, id, ques, web."""
+
+    type: Literal["webvoyager"]
+    path: str = Field(description="path to WebVoyager_data.jsonl, relative to the pipeline file")
+    limit: int | None = Field(None, ge=1, description="read at most this many tasks")
+
+
+class UrlsSource(Section):
+    """A plain list of URLs, one a line (# comments allowed); each becomes an explore task."""
+
+    type: Literal["urls"]
+    path: str = Field(description="path to the URL list, relative to the pipeline file")
+    instruction: str = Field("Explore the page.", description="instruction given to every URL")
+    limit: int | None = Field(None, ge=1, description="read at most this many URLs")
+
+
+SourceConfig = Annotated[
+    SitesSource | JsonlSource | WebVoyagerSource | UrlsSource, Field(discriminator="type")
+]
+
+
+# --------------------------------------------------------------------------- browser
+
+
+class Viewport(Section):
+    width: int = Field(1280, ge=200, le=7680, description="CSS px")
+    height: int = Field(800, ge=200, le=4320, description="CSS px")
+
+
+class BrowserConfig(Section):
+    """Chromium through Playwright."""
+
+    executable: str | None = Field(
+        None, description="Chromium binary; default: Playwright's own if installed, else /usr/bin/chromium"
+    )
+    headless: bool = Field(True, description="run without a window")
+    viewport: Viewport = Field(default_factory=Viewport)
+    device_scale_factor: float = Field(1.0, ge=0.5, le=4.0, description="screenshot px per CSS px")
+    image_format: Literal["png", "jpeg", "webp"] = Field("jpeg", description="screenshot encoding")
+    image_quality: int = Field(80, ge=1, le=100, description="jpeg/webp quality")
+    navigation_timeout_s: float = Field(15.0, gt=0, description="page load limit")
+    action_timeout_s: float = Field(5.0, gt=0, description="limit for one action")
+    settle_ms: int = Field(120, ge=0, le=10_000, description="pause after an action for the page to react")
+    extra_args: list[str] = Field(default_factory=list, description="more Chromium switches")
+
+
+# --------------------------------------------------------------------------- policy
+
+
+class ExplorePolicy(Section):
+    """No model: a seeded, coverage-guided walk over the page's interactive elements."""
+
+    type: Literal["explore"]
+    type_probability: float = Field(
+        0.9, ge=0, le=1, description="chance to type into an input right after focusing it"
+    )
+    submit_probability: float = Field(0.3, ge=0, le=1, description="chance to press Enter after typing")
+
+
+class ScriptedPolicy(Section):
+    """Replays the `actions` listed in each task (for tests and replays)."""
+
+    type: Literal["scripted"]
+
+
+PolicyConfig = Annotated[ExplorePolicy | ScriptedPolicy, Field(discriminator="type")]
+
+
+# --------------------------------------------------------------------------- annotation etc.
+
+
+class AnnotationConfig(Section):
+    grounding: bool = Field(True, description="write grounding rows for each step's elements")
+    max_elements_per_step: int = Field(60, ge=1, description="cap on grounding rows per screenshot")
+
+
+class ValidationConfig(Section):
+    min_box_px: float = Field(4.0, ge=0, description="grounding boxes smaller than this are rejected")
+    require_hit_test: bool = Field(True, description="reject grounding rows whose element is occluded")
+
+
+class OutputConfig(Section):
+    uri: str = Field(description="output folder, relative to the current folder (s3:// arrives with the S3 sink)")
+
+    @model_validator(mode="after")
+    def _local_only(self) -> OutputConfig:
+        if "://" in self.uri and not self.uri.startswith("file://"):
+            raise ValueError(
+                f"'{self.uri}': only local folders are supported in this version; "
+                "use a path such as output/demo"
+            )
+        return self
+
+
+class ClusterConfig(Section):
+    """Where the browsers run: a local Dask cluster, or an existing scheduler."""
+
+    address: str | None = Field(None, description="tcp://host:port of a running scheduler; default: start a LocalCluster")
+    workers: int = Field(2, ge=1, le=256, description="LocalCluster worker processes (one browser each)")
+    sessions_per_worker: int = Field(4, ge=1, le=512, description="episodes in flight per worker")
+    dashboard: str = Field(":8787", description="LocalCluster dashboard address")
+    retries: int = Field(2, ge=0, description="resubmissions of a shard whose worker died")
+    allowed_failures: int = Field(3, ge=0, description="worker deaths a shard may cause before it fails")
+
+
+class RunConfig(Section):
+    seed: int = Field(0, description="seed of every random choice (per episode: seed + task id)")
+    max_steps: int = Field(12, ge=1, le=500, description="step budget per episode unless the task sets one")
+    tasks_per_shard: int = Field(4, ge=1, description="tasks per Dask task (shard)")
+    repeats: int = Field(1, ge=1, le=1000, description="episodes per task (different seeds)")
+    limit: int | None = Field(None, ge=1, description="use only the first N tasks")
+
+
+class PipelineConfig(Section):
+    """A whole pipeline file."""
+
+    name: str = Field("pipeline", description="a name for the run, shown in the output's dataset card")
+    sources: list[SourceConfig] = Field(min_length=1, description="task lists to read")
+    browser: BrowserConfig = Field(default_factory=BrowserConfig)
+    policy: PolicyConfig = Field(default_factory=lambda: ExplorePolicy(type="explore"))
+    annotation: AnnotationConfig = Field(default_factory=AnnotationConfig)
+    validation: ValidationConfig = Field(default_factory=ValidationConfig)
+    output: OutputConfig
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+    run: RunConfig = Field(default_factory=RunConfig)
+    base_dir: str = Field("", description="set by the loader: folder of the pipeline file", exclude=True)
+
+    def resolve(self, path: str) -> Path:
+        """A path from the file, relative to the pipeline file's folder."""
+        p = Path(path).expanduser()
+        return p if p.is_absolute() else Path(self.base_dir or ".") / p
+
+    def output_hash(self) -> str:
+        """Hash of every setting that changes the rows (not where they go or who computes them)."""
+        data = self.model_dump(mode="json", exclude={"output", "cluster", "name", "base_dir"})
+        data["browser"].pop("executable", None)
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_pipeline(path: str | Path, output: str | None = None) -> PipelineConfig:
+    """Read and validate a pipeline file; `output` overrides `output.uri`."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"pipeline file not found: {path}", fix="give the path of a .yaml file")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{path}: not valid YAML{where}: {problem}", fix="correct the YAML syntax") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the file must be a YAML mapping (key: value), got {type(data).__name__}")
+    if output:
+        data["output"] = {**(data.get("output") or {}), "uri": output}
+    uri = (data.get("output") or {}).get("uri") if isinstance(data.get("output"), dict) else None
+    if isinstance(uri, str) and "://" not in uri:
+        # Local output is relative to where the command runs; workers get the absolute path.
+        data["output"]["uri"] = str(Path(uri).expanduser().absolute())
+    data["base_dir"] = str(path.resolve().parent)
+    return parse_pipeline(data)
+
+
+def parse_pipeline(data: dict[str, Any]) -> PipelineConfig:
+    """Validate a mapping, turning pydantic's errors into one ConfigError naming the paths."""
+    try:
+        return PipelineConfig.model_validate(data)
+    except ValidationError as exc:
+        lines = [_explain(err) for err in exc.errors()]
+        error = ConfigError("invalid pipeline file:\n" + "\n".join(lines))
+        error.path = _walk(tuple(exc.errors()[0]["loc"]))[0]
+        raise error from None
+
+
+def _walk(loc: tuple[int | str, ...]) -> tuple[str, Any]:
+    """Follow an error location through the models the way pydantic did.
+
+    Returns the YAML path (pydantic puts a union's tag into `loc`; the file has no such key)
+    and the model found there (None when the walk leaves the models).
+    """
+    model: Any = PipelineConfig
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+            args = typing.get_args(_unwrap(model))
+            model = args[0] if args else None
+            continue
+        tagged = _tagged_member(model, part)
+        if tagged is not None:
+            model = tagged
+            continue
+        path += f".{part}" if path else part
+        fields = getattr(_unwrap(model), "model_fields", {})
+        model = fields[part].annotation if part in fields else None
+    return path, _unwrap(model)
+
+
+def _tagged_member(model: Any, tag: str) -> Any:
+    """The member of a discriminated union whose `type` literal is `tag`, if any."""
+    tp = _unwrap(model)
+    if not (isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union):
+        return None
+    for member in typing.get_args(tp):
+        field = getattr(member, "model_fields", {}).get("type")
+        if field is not None and tag in typing.get_args(field.annotation):
+            return member
+    return None
+
+
+def _unwrap(tp: Any) -> Any:
+    while typing.get_origin(tp) is Annotated:
+        tp = typing.get_args(tp)[0]
+    return tp
+
+
+def _explain(err: Any) -> str:
+    loc = tuple(err["loc"])
+    kind = err["type"]
+    where = _walk(loc)[0] or "(top level)"
+    if kind == "extra_forbidden":
+        fields = getattr(_walk(loc[:-1])[1], "model_fields", {})
+        allowed = [k for k, f in fields.items() if not f.exclude]
+        near = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        hint = f"did you mean '{near[0]}'? " if near else ""
+        return f"- {where}: unknown key. fix: {hint}allowed keys here: {', '.join(allowed)}"
+    if kind == "missing":
+        return f"- {where}: required key is missing. fix: add '{loc[-1]}:'"
+    if kind == "union_tag_invalid":
+        ctx = err.get("ctx", {})
+        return f"- {where}: unknown type {ctx.get('tag')!r}. fix: use one of {ctx.get('expected_tags')}"
+    if kind == "union_tag_not_found":
+        return f"- {where}: no 'type:' key. fix: add 'type:' ({err.get('ctx', {}).get('discriminator')})"
+    value = err.get("input")
+    shown = "" if isinstance(value, dict | list) else f" (got {value!r})"
+    return f"- {where}: {err['msg']}{shown}"

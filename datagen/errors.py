@@ -1,0 +1,42 @@
+"""The one exception tree of datagen.
+
+    DatagenError                 base; never raised itself
+    ├── ConfigError              the pipeline file is wrong: names the key and the fix
+    ├── SourceError              a task list cannot be read (missing file, bad line)
+    ├── BrowserUnavailable       no Chromium to launch: says what to install
+    └── OutputError              the output location cannot be used (other run there, not writable)
+
+Per-task failures are *not* exceptions that escape a shard: they become `Reject` rows with a
+reason code (see `records.RejectReason`).
+"""
+
+
+class DatagenError(Exception):
+    """Base of every error datagen raises on purpose."""
+
+
+class ConfigError(DatagenError):
+    """A pipeline file problem, raised before any browser starts.
+
+    `path` is the dotted YAML path of the bad key (e.g. ``browser.viewport.width``).
+    """
+
+    def __init__(self, message: str, path: str = "", fix: str = "") -> None:
+        self.path = path
+        self.fix = fix
+        text = f"{path}: {message}" if path else message
+        if fix:
+            text += f"\n  fix: {fix}"
+        super().__init__(text)
+
+
+class SourceError(DatagenError):
+    """A task list that cannot be read: names the file, the line and the problem."""
+
+
+class BrowserUnavailable(DatagenError):
+    """No Chromium could be found or launched."""
+
+
+class OutputError(DatagenError):
+    """The output location cannot take this run."""

@@ -1,0 +1,1 @@
+"""Observability: logging set-up, the live progress display, the end-of-run report."""

@@ -1,0 +1,71 @@
+"""The live progress display of `datagen run` (rich), fed by the runtime's events."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from datagen.records import ShardResult
+
+
+class RichProgress:
+    """Episodes done, steps/s, solved, rejects by reason. Thread-safe: events arrive on the
+    Dask client's thread."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self._lock = threading.Lock()
+        self._steps = 0
+        self._solved = 0
+        self._rejects: Counter[str] = Counter()
+        self._shards = 0
+        self._t0 = time.perf_counter()
+        self._progress = Progress(
+            TextColumn("[bold]episodes"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[stats]}"),
+            console=console,
+            transient=False,
+        )
+        self._task = self._progress.add_task("run", total=None, stats="")
+
+    def __enter__(self) -> RichProgress:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()
+
+    def started(self, dashboard: str, episodes: int, skipped_episodes: int) -> None:
+        if dashboard:
+            self.console.print(f"Dask dashboard: [link={dashboard}]{dashboard}[/link]")
+        if skipped_episodes:
+            self.console.print(f"resuming: {skipped_episodes} episodes already committed, skipped")
+        self._t0 = time.perf_counter()
+        self._progress.update(self._task, total=episodes, completed=skipped_episodes)
+
+    def episode(self, event: dict[str, Any]) -> None:
+        with self._lock:
+            self._steps += int(event.get("steps", 0))
+            self._solved += int(bool(event.get("solved")))
+            self._rejects.update(event.get("rejects", {}))
+            self._progress.update(self._task, advance=1, stats=self._stats())
+
+    def shard(self, result: ShardResult) -> None:
+        with self._lock:
+            self._shards += 1
+            self._progress.update(self._task, stats=self._stats())
+
+    def _stats(self) -> str:
+        rate = self._steps / max(time.perf_counter() - self._t0, 1e-6)
+        top = ", ".join(f"{k} {v}" for k, v in self._rejects.most_common(3))
+        return f"steps {self._steps} ({rate:.1f}/s) · solved {self._solved} · shards {self._shards}" + (
+            f" · rejects: {top}" if top else ""
+        )

@@ -1,0 +1,270 @@
+"""One shard's whole flow, top to bottom. No Dask in here: runtime/ calls `run_shard` on a
+worker's browser loop, tests call it directly.
+
+    TaskSpec ─► session.goto ─► [observe ─► check ─► policy ─► validate ─► act] × steps
+             ─► StepRow, GroundingRow, EpisodeRow | RejectRow ─► sink.write_shard
+
+Every failure inside a task becomes a RejectRow with a reason code; a shard always finishes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from datagen import SCHEMA_VERSION, __version__
+from datagen.annotate import grounding_rows
+from datagen.browser.actions import action_json, action_repr
+from datagen.browser.session import BrowserHost, NavigationFailed, Session
+from datagen.config import PipelineConfig
+from datagen.policy import Policy, make_policy
+from datagen.records import (
+    Click,
+    Decision,
+    Done,
+    EpisodeRow,
+    GroundingRow,
+    ImageData,
+    Observation,
+    RejectReason,
+    RejectRow,
+    ShardResult,
+    StepRow,
+    TaskSpec,
+    TypeText,
+)
+from datagen.sink.storage import Storage
+from datagen.sink.writer import write_shard
+from datagen.validate import check_grounding, check_step
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ShardContext:
+    """What a shard needs from its surroundings."""
+
+    config: PipelineConfig
+    run_id: str
+    host: BrowserHost
+    storage: Storage
+    resolve_url: Callable[[str], str] = lambda url: url
+    on_episode: Callable[[dict[str, Any]], None] = lambda event: None
+
+
+@dataclass
+class EpisodeOutcome:
+    """Rows produced by one episode."""
+
+    ids: dict[str, str]
+    steps: list[StepRow] = field(default_factory=list)
+    grounding: list[GroundingRow] = field(default_factory=list)
+    rejects: list[RejectRow] = field(default_factory=list)
+    episode: EpisodeRow | None = None
+
+    def reject(self, stage: str, reason: RejectReason, detail: str, **where: int) -> None:
+        self.rejects.append(RejectRow(**self.ids, stage=stage, reason=reason.value, detail=detail[:2000], **where))
+
+
+def _digest(*parts: object) -> str:
+    return hashlib.sha256(":".join(map(str, parts)).encode()).hexdigest()
+
+
+async def run_shard(shard: int, tasks: list[TaskSpec], ctx: ShardContext) -> ShardResult:
+    """Run every episode of a shard (`sessions_per_worker` at once), then write its parts."""
+    started = time.perf_counter()
+    gate = asyncio.Semaphore(ctx.config.cluster.sessions_per_worker)
+
+    async def one(task: TaskSpec, repeat: int) -> EpisodeOutcome:
+        async with gate:
+            outcome = await run_episode(task, repeat, ctx)
+        ctx.on_episode(
+            {
+                "shard": shard,
+                "episode": outcome.episode is not None,
+                "steps": len(outcome.steps),
+                "solved": bool(outcome.episode and outcome.episode.success),
+                "rejects": dict(Counter(r.reason for r in outcome.rejects)),
+            }
+        )
+        return outcome
+
+    outcomes = await asyncio.gather(*(one(t, r) for t in tasks for r in range(ctx.config.run.repeats)))
+    tables: dict[str, list[Any]] = {"episodes": [], "steps": [], "grounding": [], "rejects": []}
+    for o in outcomes:
+        tables["episodes"] += [o.episode] if o.episode else []
+        tables["steps"] += o.steps
+        tables["grounding"] += o.grounding
+        tables["rejects"] += o.rejects
+    result = ShardResult(
+        shard=shard,
+        tasks=len(tasks),
+        episodes=len(tables["episodes"]),
+        steps=len(tables["steps"]),
+        grounding=len(tables["grounding"]),
+        rejects=len(tables["rejects"]),
+        solved=sum(1 for e in tables["episodes"] if e.success),
+        reject_reasons=dict(Counter(r.reason for r in tables["rejects"])),
+        seconds=round(time.perf_counter() - started, 3),
+    )
+    await asyncio.to_thread(write_shard, ctx.storage, shard, tables, result.model_dump())
+    return result
+
+
+async def run_episode(task: TaskSpec, repeat: int, ctx: ShardContext) -> EpisodeOutcome:
+    """One episode; never raises for a task's own failures."""
+    episode_id = _digest(ctx.run_id, task.id, repeat)[:16]
+    ids = {"run_id": ctx.run_id, "schema_version": SCHEMA_VERSION, "task_id": task.id, "episode_id": episode_id}
+    out = EpisodeOutcome(ids=ids)
+    seed = int(_digest(ctx.config.run.seed, task.id, repeat)[:8], 16)
+    policy = make_policy(ctx.config.policy, task, seed)
+    started = time.perf_counter()
+    try:
+        async with ctx.host.session() as session:
+            await session.goto(ctx.resolve_url(task.start_url))
+            await _walk(session, task, policy, seed, started, out, ctx)
+    except NavigationFailed as exc:
+        out.reject("task", RejectReason.NAVIGATION_FAILED, str(exc))
+    except CheckFailed as exc:
+        out.reject("episode", RejectReason.CHECK_ERROR, str(exc))
+    except Exception as exc:
+        log.warning("episode failed", extra={"task_id": task.id}, exc_info=True)
+        out.reject("task", RejectReason.BROWSER_ERROR, f"{type(exc).__name__}: {exc}")
+    if out.rejects and out.rejects[-1].stage in ("task", "episode"):
+        out.steps, out.grounding, out.episode = [], [], None  # a failed episode leaves no rows
+    return out
+
+
+async def _walk(
+    session: Session, task: TaskSpec, policy: Policy, seed: int, started: float, out: EpisodeOutcome, ctx: ShardContext
+) -> None:
+    cfg = ctx.config
+    provenance = {
+        "browser_version": ctx.host.version,
+        "playwright_version": ctx.host.playwright_version,
+        "datagen_version": __version__,
+        "policy": policy.name,
+    }
+    status, answer, success = "max_steps", "", None
+    for index in range(task.max_steps or cfg.run.max_steps):
+        obs = await session.observe()
+        success = await _check(session, task)
+        decision = Decision(action=Done(), note="check passed") if success else await policy.decide(obs, task)
+        problem = check_step(obs, decision.action)
+        if problem:
+            out.reject("episode", problem[0], problem[1], step_index=index)
+            return
+        began = time.perf_counter()
+        error = None if isinstance(decision.action, Done) else await session.act(decision.action)
+        act_ms = (time.perf_counter() - began) * 1000
+        out.steps.append(_step_row(out.ids, provenance, index, obs, decision, error, act_ms))
+        if cfg.annotation.grounding:
+            _annotate(obs, index, out, ctx)
+        if isinstance(decision.action, Done):
+            status, answer = ("solved" if success else "done"), decision.action.answer
+            break
+    final = await session.observe()
+    if status != "solved":
+        success = await _check(session, task)
+        status = "solved" if success else status
+    if not out.steps:
+        out.reject("episode", RejectReason.NO_STEPS, "the episode ended before its first step")
+        return
+    out.episode = EpisodeRow(
+        **out.ids,
+        **provenance,
+        source=task.source,
+        site=task.site,
+        instruction=task.instruction,
+        start_url=task.start_url,
+        final_url=final.url,
+        n_steps=len(out.steps),
+        success=success,
+        status=status,
+        answer=answer,
+        seed=seed,
+        duration_s=round(time.perf_counter() - started, 3),
+        final_screenshot=ImageData(bytes=final.screenshot, path=f"{out.ids['episode_id']}-final.{final.image_format}"),
+        viewport_width=final.viewport_width,
+        viewport_height=final.viewport_height,
+        device_scale_factor=final.device_scale_factor,
+    )
+
+
+class CheckFailed(Exception):
+    """The task's success check itself raised (bad JS, say): the task is at fault."""
+
+
+async def _check(session: Session, task: TaskSpec) -> bool | None:
+    """The task's success check on the live page; None when the task has none."""
+    if task.check is None:
+        return None
+    try:
+        return await session.check(task.check)
+    except Exception as exc:
+        raise CheckFailed(f"{type(exc).__name__}: {str(exc).splitlines()[0]}") from None
+
+
+def _annotate(obs: Observation, index: int, out: EpisodeOutcome, ctx: ShardContext) -> None:
+    rows = grounding_rows(
+        obs, **out.ids, step_index=index, limit=ctx.config.annotation.max_elements_per_step
+    )
+    for row in rows:
+        problem = check_grounding(row, ctx.config.validation)
+        if problem:
+            out.reject("grounding", problem[0], problem[1], step_index=index, element_index=row.element_index)
+        else:
+            out.grounding.append(row)
+
+
+def _step_row(
+    ids: dict[str, str],
+    provenance: dict[str, str],
+    index: int,
+    obs: Observation,
+    decision: Decision,
+    error: str | None,
+    act_ms: float,
+) -> StepRow:
+    action, target = decision.action, decision.target
+    point = (action.x, action.y) if isinstance(action, Click) else None
+    box = None
+    if target is not None:
+        s, b = obs.device_scale_factor, target.box
+        box = (b.x * s, b.y * s, (b.x + b.width) * s, (b.y + b.height) * s)
+    return StepRow(
+        **ids,
+        **provenance,
+        step_index=index,
+        url=obs.url,
+        title=obs.title,
+        screenshot=ImageData(bytes=obs.screenshot, path=f"{ids['episode_id']}-{index:03d}.{obs.image_format}"),
+        image_width=obs.image_width,
+        image_height=obs.image_height,
+        viewport_width=obs.viewport_width,
+        viewport_height=obs.viewport_height,
+        device_scale_factor=obs.device_scale_factor,
+        action_type=action.type,
+        action_repr=action_repr(action),
+        action_json=action_json(action),
+        x_px=point[0] if point else None,
+        y_px=point[1] if point else None,
+        x_norm=point[0] / obs.image_width if point else None,
+        y_norm=point[1] / obs.image_height if point else None,
+        text=action.text if isinstance(action, TypeText) else None,
+        target_selector=target.selector if target else None,
+        target_role=target.role if target else None,
+        target_name=target.name if target else None,
+        target_bbox_px=box,
+        target_hit=target.hit if target else None,
+        action_error=error,
+        n_elements=len(obs.elements),
+        observe_ms=round(obs.observe_ms, 2),
+        act_ms=round(act_ms, 2),
+    )

@@ -1,0 +1,117 @@
+"""Running a plan on Dask: start or join a cluster, put a browser on every worker, submit one
+task per pending shard, follow progress, finish with the manifest.
+
+    Plan ─► execute() ─► (shards on workers) ─► manifest ─► RunSummary
+
+Completed shards (marker present) are skipped, so rerunning a killed run completes it.
+`retries` re-runs a shard whose worker died; `allowed-failures` bounds how many worker deaths
+one shard may cause, so one poisonous task cannot take the whole run down.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import dask
+from distributed import Client, LocalCluster, as_completed
+
+from datagen.config import ClusterConfig
+from datagen.plan import Plan
+from datagen.records import ShardResult
+from datagen.runtime.plugin import BrowserPlugin
+from datagen.runtime.tasks import PROGRESS_TOPIC, run_shard_task
+from datagen.sink.manifest import finalize
+from datagen.sink.storage import open_storage
+from datagen.sink.writer import claim_output, completed_shards
+
+log = logging.getLogger(__name__)
+
+
+class RunProgress(Protocol):
+    """What the driver reports while it runs (the CLI draws it; tests may record it)."""
+
+    def started(self, dashboard: str, episodes: int, skipped_episodes: int) -> None: ...
+    def episode(self, event: dict[str, Any]) -> None: ...
+    def shard(self, result: ShardResult) -> None: ...
+
+
+@dataclass
+class RunSummary:
+    """The outcome of `execute`."""
+
+    manifest: dict[str, Any]
+    results: list[ShardResult] = field(default_factory=list)
+    skipped_shards: list[int] = field(default_factory=list)
+    failed_shards: dict[int, str] = field(default_factory=dict)
+    seconds: float = 0.0
+    dashboard: str = ""
+
+
+@contextlib.contextmanager
+def connect(config: ClusterConfig) -> Iterator[Client]:
+    """A client to the configured scheduler, or to a new LocalCluster of worker processes."""
+    with dask.config.set({"distributed.scheduler.allowed-failures": config.allowed_failures}):
+        if config.address:
+            with Client(config.address) as client:
+                yield client
+            return
+        with LocalCluster(
+            n_workers=config.workers,
+            threads_per_worker=1,  # one shard at a time per worker; concurrency is inside it
+            processes=True,
+            dashboard_address=config.dashboard,
+            silence_logs=logging.ERROR,
+        ) as cluster, Client(cluster) as client:
+            yield client
+
+
+def execute(plan: Plan, progress: RunProgress) -> RunSummary:
+    """Run every pending shard of the plan and write the manifest."""
+    started = time.perf_counter()
+    config = plan.config
+    storage = open_storage(config.output.uri)
+    claim_output(storage, plan.run_id, config.model_dump(mode="json"))
+    done = completed_shards(storage)
+    pending = [i for i in plan.busy_shards if i not in done]
+    summary = RunSummary(manifest={}, skipped_shards=sorted(done & set(plan.busy_shards)))
+    skipped_episodes = sum(len(plan.shards[i]) for i in summary.skipped_shards) * config.run.repeats
+    if pending:
+        with connect(config.cluster) as client:
+            summary.dashboard = client.dashboard_link
+            client.register_plugin(BrowserPlugin(config))
+            client.subscribe_topic(PROGRESS_TOPIC, lambda event: progress.episode(event[1]))
+            progress.started(summary.dashboard, plan.episodes, skipped_episodes)
+            futures = {
+                client.submit(
+                    run_shard_task,
+                    index,
+                    plan.shards[index],
+                    config,
+                    plan.run_id,
+                    key=f"shard-{index:05d}-{plan.run_id}",
+                    retries=config.cluster.retries,
+                    pure=False,
+                ): index
+                for index in pending
+            }
+            for future in as_completed(futures):
+                index = futures[future]
+                try:
+                    result = future.result()
+                except Exception as exc:  # a shard that failed for good: the run goes on
+                    log.error("shard %d failed: %s", index, exc, extra={"shard": index})
+                    summary.failed_shards[index] = f"{type(exc).__name__}: {exc}"
+                    continue
+                summary.results.append(result)
+                progress.shard(result)
+            client.unsubscribe_topic(PROGRESS_TOPIC)
+    else:
+        progress.started("", plan.episodes, skipped_episodes)
+    summary.manifest = finalize(storage, plan.busy_shards)
+    summary.seconds = time.perf_counter() - started
+    return summary

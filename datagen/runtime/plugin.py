@@ -1,0 +1,69 @@
+"""Per-worker browser: a WorkerPlugin that owns an asyncio loop thread, a Chromium and the
+bundled-site server for the worker's whole life.
+
+Why a private loop thread: Playwright objects are bound to the loop that created them, Dask
+task threads have no running loop, and signal-based timeouts do not work off the main thread.
+Every call into the browser goes through `run()`, onto that one loop; closing happens there too
+(closing Playwright objects from another thread hung Dask workers in the peers' tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from distributed import WorkerPlugin
+
+from datagen.browser.session import BrowserHost
+from datagen.config import PipelineConfig
+from datagen.source import sites_root
+from datagen.source.serve import SiteServer
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+PLUGIN_NAME = "datagen-browser"
+
+
+class BrowserPlugin(WorkerPlugin):  # type: ignore[misc]
+    """Starts the loop, the site server and the browser at setup; stops them at teardown."""
+
+    name = PLUGIN_NAME
+
+    def __init__(self, config: PipelineConfig) -> None:
+        self.config = config
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.thread: threading.Thread | None = None
+        self.host: BrowserHost | None = None
+        self.sites: SiteServer | None = None
+
+    def setup(self, worker: Any) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="datagen-browser-loop", daemon=True)
+        self.thread.start()
+        self.sites = SiteServer(sites_root(self.config))
+        self.host = BrowserHost(self.config.browser)
+        self.run(self.host.start(), timeout=120)
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run a coroutine on the browser loop and wait for its result (from any thread)."""
+        if self.loop is None:
+            raise RuntimeError("BrowserPlugin is not set up")
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def teardown(self, worker: Any) -> None:
+        if self.host is not None:
+            try:
+                self.run(self.host.close(), timeout=30)
+            except Exception:
+                log.warning("browser close failed at teardown", exc_info=True)
+        if self.sites is not None:
+            try:
+                self.sites.close()
+            except Exception:
+                log.warning("site server close failed", exc_info=True)
+        if self.loop is not None and self.thread is not None:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(timeout=10)

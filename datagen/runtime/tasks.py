@@ -1,0 +1,37 @@
+"""The Dask task that runs one shard on a worker's browser loop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from distributed import get_worker
+
+from datagen.config import PipelineConfig
+from datagen.pipeline import ShardContext, run_shard
+from datagen.records import ShardResult, TaskSpec
+from datagen.runtime.plugin import PLUGIN_NAME, BrowserPlugin
+from datagen.sink.storage import open_storage
+
+PROGRESS_TOPIC = "datagen-progress"
+
+
+def run_shard_task(shard: int, tasks: list[TaskSpec], config: PipelineConfig, run_id: str) -> ShardResult:
+    """Runs in a worker thread; hands the shard to the browser loop and waits."""
+    worker = get_worker()
+    plugin: BrowserPlugin = worker.plugins[PLUGIN_NAME]
+    if plugin.host is None or plugin.sites is None:
+        raise RuntimeError("datagen browser plugin did not start on this worker")
+
+    def on_episode(event: dict[str, Any]) -> None:
+        # Called on the browser loop thread; the worker's own loop must send the event.
+        worker.loop.add_callback(worker.log_event, PROGRESS_TOPIC, event)
+
+    ctx = ShardContext(
+        config=config,
+        run_id=run_id,
+        host=plugin.host,
+        storage=open_storage(config.output.uri),
+        resolve_url=plugin.sites.resolve,
+        on_episode=on_episode,
+    )
+    return plugin.run(run_shard(shard, tasks, ctx))

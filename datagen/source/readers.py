@@ -1,0 +1,108 @@
+"""Task-list readers: each turns one file format into `TaskSpec`s.
+
+    native JSONL | WebVoyager JSONL | URL list | bundled sites  ─►  list[TaskSpec]
+
+Errors name the file and line; nothing here touches the network.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from datagen.errors import SourceError
+from datagen.records import TaskSpec
+
+BUNDLED_SITES = Path(__file__).resolve().parents[2] / "sources" / "sites"
+SITE_SCHEME = "site://"
+
+
+def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    if not path.is_file():
+        raise SourceError(f"{path}: task list not found")
+    with path.open(encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise SourceError(f"{path}:{number}: not valid JSON: {exc.msg}") from None
+            if not isinstance(record, dict):
+                raise SourceError(f"{path}:{number}: each line must be a JSON object")
+            yield number, record
+
+
+def read_native(path: Path, limit: int | None = None, source: str = "native", site: str = "") -> list[TaskSpec]:
+    """datagen's JSONL: {id, start_url, instruction, check?, max_steps?, actions?}."""
+    tasks: list[TaskSpec] = []
+    for number, record in _json_lines(path):
+        try:
+            tasks.append(TaskSpec.model_validate({"source": source, "site": site, **record}))
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise SourceError(f"{path}:{number}: {problems}") from None
+        if limit and len(tasks) >= limit:
+            break
+    return tasks
+
+
+def read_webvoyager(path: Path, limit: int | None = None) -> list[TaskSpec]:
+    """WebVoyager_data.jsonl: {web_name, id, ques, web}; no success check (judged later)."""
+    tasks: list[TaskSpec] = []
+    for number, record in _json_lines(path):
+        missing = [k for k in ("id", "ques", "web") if k not in record]
+        if missing:
+            raise SourceError(f"{path}:{number}: WebVoyager record lacks {', '.join(missing)}")
+        tasks.append(
+            TaskSpec(
+                id=str(record["id"]),
+                start_url=str(record["web"]),
+                instruction=str(record["ques"]),
+                source="webvoyager",
+                site=str(record.get("web_name", "")),
+            )
+        )
+        if limit and len(tasks) >= limit:
+            break
+    return tasks
+
+
+def read_urls(path: Path, instruction: str, limit: int | None = None) -> list[TaskSpec]:
+    """One URL a line; blank lines and `#` comments skipped; the id is `url-<line>`."""
+    if not path.is_file():
+        raise SourceError(f"{path}: URL list not found")
+    tasks: list[TaskSpec] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        url = line.split("#", 1)[0].strip()
+        if not url:
+            continue
+        if "://" not in url:
+            raise SourceError(f"{path}:{number}: {url!r} is not a URL (expected scheme://host/...)")
+        tasks.append(TaskSpec(id=f"url-{number}", start_url=url, instruction=instruction, source="urls"))
+        if limit and len(tasks) >= limit:
+            break
+    return tasks
+
+
+def list_sites(root: Path) -> list[str]:
+    """Names of the site folders under `root` that have a tasks.jsonl."""
+    return sorted(p.parent.name for p in root.glob("*/tasks.jsonl"))
+
+
+def read_sites(root: Path, names: list[str] | None = None) -> list[TaskSpec]:
+    """The bundled sites' tasks; their start URLs are `site://<name>/...`."""
+    available = list_sites(root)
+    if not available:
+        raise SourceError(f"{root}: no bundled sites found (expected <site>/tasks.jsonl)")
+    unknown = sorted(set(names or []) - set(available))
+    if unknown:
+        raise SourceError(f"unknown site(s) {', '.join(unknown)}; available: {', '.join(available)}")
+    tasks: list[TaskSpec] = []
+    for name in names or available:
+        tasks += read_native(root / name / "tasks.jsonl", source="sites", site=name)
+    return tasks
