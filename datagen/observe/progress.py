@@ -7,8 +7,10 @@ import time
 from collections import Counter
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, Group
+from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from datagen.records import ShardResult
 
@@ -30,18 +32,19 @@ class RichProgress:
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
-            TextColumn("{task.fields[stats]}"),
             console=console,
-            transient=False,
         )
-        self._task = self._progress.add_task("run", total=None, stats="")
+        self._task = self._progress.add_task("run", total=None)
+        self._text = Text("starting the cluster and the browsers…")
+        self._live = Live(Group(self._progress, self._text), console=console, refresh_per_second=4)
 
     def __enter__(self) -> RichProgress:
-        self._progress.start()
+        self._live.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._progress.stop()
+        self._live.stop()
+        self.console.print()
 
     def started(self, dashboard: str, episodes: int, skipped_episodes: int) -> None:
         if dashboard:
@@ -50,18 +53,20 @@ class RichProgress:
             self.console.print(f"resuming: {skipped_episodes} episodes already committed, skipped")
         self._t0 = time.perf_counter()
         self._progress.update(self._task, total=episodes, completed=skipped_episodes)
+        self._text.plain = "running"
 
     def episode(self, event: dict[str, Any]) -> None:
         with self._lock:
             self._steps += int(event.get("steps", 0))
             self._solved += int(bool(event.get("solved")))
             self._rejects.update(event.get("rejects", {}))
-            self._progress.update(self._task, advance=1, stats=self._stats())
+            self._progress.update(self._task, advance=1)
+            self._text.plain = self._stats()
 
     def shard(self, result: ShardResult) -> None:
         with self._lock:
             self._shards += 1
-            self._progress.update(self._task, stats=self._stats())
+            self._text.plain = self._stats()
 
     def _stats(self) -> str:
         rate = self._steps / max(time.perf_counter() - self._t0, 1e-6)
