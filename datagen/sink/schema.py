@@ -38,7 +38,7 @@ SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
 
 
 def _column(annotation: Any) -> tuple[pa.DataType, bool, dict[str, Any]]:
-    """Arrow type, nullability and `datasets` feature of one field annotation."""
+    """Arrow type, whether None is allowed, and `datasets` feature of one field annotation."""
     nullable = False
     args = typing.get_args(annotation)
     if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
@@ -63,11 +63,16 @@ def _column(annotation: Any) -> tuple[pa.DataType, bool, dict[str, Any]]:
 
 
 def arrow_schema(model: type[BaseModel]) -> pa.Schema:
-    """The Parquet schema of a row model, with the `huggingface` features metadata."""
+    """The Parquet schema of a row model, with the `huggingface` features metadata.
+
+    Every Arrow field is nullable: `datasets` applies a metadata feature only when the field
+    equals its own (always nullable) rendering, and would otherwise fall back to a plain
+    struct instead of an Image. Non-null columns are enforced by the row models instead.
+    """
     fields, features = [], {}
     for name, info in model.model_fields.items():
-        arrow, nullable, feature = _column(info.annotation)
-        fields.append(pa.field(name, arrow, nullable=nullable))
+        arrow, _, feature = _column(info.annotation)
+        fields.append(pa.field(name, arrow, nullable=True))
         features[name] = feature
     metadata = {"huggingface": json.dumps({"info": {"features": features}})}
     return pa.schema(fields, metadata=metadata)

@@ -1,0 +1,546 @@
+"""Per-step throughput of our browser loop against a bare Playwright loop, side by side.
+
+What it measures: steps per second (wall clock) and CPU seconds per step of two loops that do
+the same work on the bundled sites (`sources/sites`), with the same Chromium, launch switches,
+viewport, image encoding, episodes, steps and concurrency:
+
+    ours   BrowserHost.session() ─► [Session.observe() ─► Explorer.decide() ─► Session.act(Click)] x steps
+    bare   new_context/new_page  ─► [page.screenshot(jpeg) ─► page.evaluate(small JS) ─► mouse.click
+                                      ─► wait_for_load_state("load")] x steps
+
+Why: `Session` does more per step than the minimum (an element scan with names, selectors and
+hit tests; pydantic records; a CDP screenshot clipped at the scroll offset; the page title).
+The ratio says what that costs, or saves, against the simplest loop anyone would write.
+
+Method: both sides live in this one process, each with its own Playwright driver and Chromium,
+and run in alternating rounds (ours, bare, ours, bare, ...) so that noise from other work on the
+machine falls on both. `settle_ms` is 0 so that we measure work, not sleeps. CPU is the
+user+system time of the Python process plus the side's Playwright driver and every process under
+it (Chromium's browser, zygotes, GPU/utility and renderer processes), read with psutil before and
+after each round (the "after" once the round's last contexts have had TEARDOWN_GRACE_S to shut
+down). Renderers of closed contexts exit within a round; their time is still counted, because a
+zombie's times stay readable and the zygote that reaps it adds them to its `children_*` times.
+The machine's other load during each round is reported too ("others", in cores).
+
+    python bench/browser_loop.py --rounds 3 --episodes 4 --steps 10 --sessions 4 [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import random
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Protocol
+
+import psutil  # type: ignore[import-untyped]  # no stubs installed
+from playwright.async_api import Browser, BrowserContext, Playwright, async_playwright
+
+from datagen.browser.launch import find_executable, launch_options
+from datagen.browser.session import BrowserHost
+from datagen.config import BrowserConfig, ExplorePolicy, Viewport
+from datagen.policy.explore import Explorer
+from datagen.records import Click, TaskSpec
+from datagen.source.readers import BUNDLED_SITES, list_sites
+from datagen.source.serve import SiteServer
+
+# The bare side's element scan: what a minimal loop would write (no names, roles or hit tests).
+BARE_ELEMENTS_JS = """() => {
+  const vw = window.innerWidth, vh = window.innerHeight, out = [];
+  const sel = 'a[href], button, input:not([type=hidden]), select, textarea, summary, [role=button], '
+    + '[role=tab], [role=switch], [role=checkbox], [onclick]';
+  for (const el of document.querySelectorAll(sel)) {
+    const r = el.getBoundingClientRect();
+    const x1 = Math.max(0, r.left), y1 = Math.max(0, r.top);
+    const x2 = Math.min(vw, r.right), y2 = Math.min(vh, r.bottom);
+    if (x2 - x1 >= 1 && y2 - y1 >= 1) out.push([(x1 + x2) / 2, (y1 + y2) / 2]);
+  }
+  return out;
+}"""
+# Clicks only on both sides: typing would make ours do work the bare loop doesn't.
+CLICKS_ONLY = ExplorePolicy(type="explore", type_probability=0.0, submit_probability=0.0)
+WARMUP_STEPS = 3
+# After a round, closed contexts' renderers are still exiting: their last CPU belongs to it.
+TEARDOWN_GRACE_S = 0.3
+Job = tuple[str, int]  # (start URL, seed)
+
+
+# --------------------------------------------------------------------------- measurement
+
+
+@dataclass
+class Cpu:
+    """CPU seconds (user+system) by where they were spent."""
+
+    python: float = 0.0
+    driver: float = 0.0
+    chromium: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return self.python + self.driver + self.chromium
+
+    def __add__(self, other: Cpu) -> Cpu:
+        return Cpu(
+            self.python + other.python, self.driver + other.driver, self.chromium + other.chromium
+        )
+
+    def __sub__(self, other: Cpu) -> Cpu:
+        return self + Cpu(-other.python, -other.driver, -other.chromium)
+
+
+def _own_cpu(proc: psutil.Process, reaped: bool) -> float:
+    """A process's CPU time, plus its exited children's when `reaped` (see module docstring)."""
+    try:
+        t = proc.cpu_times()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return 0.0  # reaped between listing and reading: a rare race that can miss one renderer
+    own = float(t.user + t.system)
+    return own + (float(t.children_user + t.children_system) if reaped else 0.0)
+
+
+def sample_cpu(driver: psutil.Process) -> Cpu:
+    """Now: this process (its children are drivers, still alive: nothing reaped), the driver,
+    and everything under the driver."""
+    chromium = sum(_own_cpu(p, reaped=True) for p in driver.children(recursive=True))
+    return Cpu(_own_cpu(psutil.Process(), reaped=False), _own_cpu(driver, reaped=True), chromium)
+
+
+def machine_busy() -> float:
+    """CPU seconds spent by everything on the machine (all cores), to tell how noisy it was.
+    Steal counts: a hypervisor giving our cores to others is noise too. (Guest time is
+    already inside user, so it is not added.)"""
+    t = psutil.cpu_times()
+    fields = ("user", "nice", "system", "irq", "softirq", "steal")
+    return float(sum(getattr(t, name, 0.0) for name in fields))
+
+
+async def spawned_driver(start: Callable[[], Awaitable[None]]) -> psutil.Process:
+    """Run `start` and return the one child process it spawned: Playwright's driver."""
+    me = psutil.Process()
+    before = {p.pid for p in me.children()}
+    await start()
+    new = [p for p in me.children() if p.pid not in before]
+    if len(new) != 1:
+        raise RuntimeError(f"expected one new Playwright driver process, found {len(new)}")
+    return new[0]
+
+
+# --------------------------------------------------------------------------- the two loops
+
+
+@dataclass
+class EpisodeResult:
+    """One episode: steps done, actions that returned an error, and why it stopped early."""
+
+    steps: int = 0
+    action_errors: int = 0
+    no_target: int = 0
+    failure: str | None = None
+
+
+class Side(Protocol):
+    """One loop under test: a browser it owns, and episodes run on it."""
+
+    name: str
+    driver: psutil.Process | None
+    version: str
+
+    async def start(self) -> None: ...
+    async def episode(self, url: str, seed: int, steps: int) -> EpisodeResult: ...
+    async def close(self) -> None: ...
+
+
+class OursSide:
+    """Our loop: BrowserHost + Session + Explorer, as `pipeline._walk` drives them."""
+
+    name = "ours"
+
+    def __init__(self, config: BrowserConfig) -> None:
+        self.host = BrowserHost(config)
+        self.driver: psutil.Process | None = None  # Playwright's driver, once started
+        self.version = ""
+
+    async def start(self) -> None:
+        self.driver = await spawned_driver(self.host.start)
+        self.version = self.host.version
+
+    async def episode(self, url: str, seed: int, steps: int) -> EpisodeResult:
+        result = EpisodeResult()
+        task = TaskSpec(id=f"bench-{seed}", start_url=url, instruction="explore the page")
+        explorer = Explorer(CLICKS_ONLY, seed)
+        try:
+            async with self.host.session() as session:
+                await session.goto(url)
+                for _ in range(steps):
+                    obs = await session.observe()
+                    decision = await explorer.decide(obs, task)
+                    explorer.pending.clear()  # no key follow-ups after a <select>: one click a step
+                    error = await session.act(decision.action)
+                    result.steps += 1
+                    result.action_errors += error is not None
+                    result.no_target += not isinstance(decision.action, Click)
+        except Exception as exc:  # recorded in the result, never aborts the round
+            result.failure = f"{type(exc).__name__}: {str(exc)[:200]}"
+        return result
+
+    async def close(self) -> None:
+        await self.host.close()
+
+
+class BareSide:
+    """The minimal loop: plain Playwright, page.screenshot, one small evaluate, mouse.click."""
+
+    name = "bare"
+
+    def __init__(self, config: BrowserConfig) -> None:
+        self.config = config
+        self.driver: psutil.Process | None = None  # Playwright's driver, once started
+        self.version = ""
+        self._playwright: Playwright | None = None
+        self._browser: Browser | None = None
+
+    async def start(self) -> None:
+        async def launch() -> None:
+            self._playwright = await async_playwright().start()
+
+        self.driver = await spawned_driver(launch)
+        assert self._playwright is not None and self.config.executable is not None
+        options = launch_options(
+            self.config.executable, self.config.headless, self.config.extra_args
+        )
+        self._browser = await self._playwright.chromium.launch(**options)  # type: ignore[arg-type]
+        self.version = f"chromium/{self._browser.version}"
+
+    async def episode(self, url: str, seed: int, steps: int) -> EpisodeResult:
+        assert self._browser is not None, "start() first"
+        result, rng, cfg = EpisodeResult(), random.Random(seed), self.config
+        context: BrowserContext | None = None
+        try:
+            context = await self._browser.new_context(
+                viewport={"width": cfg.viewport.width, "height": cfg.viewport.height},
+                device_scale_factor=cfg.device_scale_factor,
+            )
+            page = await context.new_page()
+            await page.goto(url, wait_until="load")
+            for _ in range(steps):
+                await page.screenshot(type="jpeg", quality=cfg.image_quality)
+                centres = await page.evaluate(BARE_ELEMENTS_JS)
+                if centres:
+                    await page.mouse.click(*rng.choice(centres))
+                result.no_target += not centres
+                await page.wait_for_load_state("load")
+                result.steps += 1
+        except Exception as exc:  # recorded in the result, never aborts the round
+            result.failure = f"{type(exc).__name__}: {str(exc)[:200]}"
+        finally:
+            if context is not None:
+                await _guarded("context close", context.close())
+        return result
+
+    async def close(self) -> None:
+        if self._browser is not None:
+            await _guarded("browser close", self._browser.close())
+        if self._playwright is not None:
+            await _guarded("playwright stop", self._playwright.stop())
+
+
+async def _guarded(what: str, step: Awaitable[None]) -> None:
+    """One cleanup step: a failure is reported, and does not stop the next step."""
+    try:
+        await step
+    except Exception as exc:
+        print(f"warning: {what} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+# --------------------------------------------------------------------------- rounds
+
+
+@dataclass
+class RoundResult:
+    """One side's round: all jobs at the given concurrency."""
+
+    side: str
+    round: int
+    steps: int
+    wall_s: float
+    cpu: Cpu
+    others_cores: float  # average cores busy with work that isn't ours, during the round
+    action_errors: int
+    no_target: int
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def steps_per_s(self) -> float:
+        return self.steps / self.wall_s if self.wall_s else 0.0
+
+    @property
+    def cpu_ms_per_step(self) -> float:
+        return 1000 * self.cpu.total / self.steps if self.steps else float("nan")
+
+
+async def run_jobs(side: Side, jobs: list[Job], steps: int, sessions: int) -> list[EpisodeResult]:
+    """Every (url, seed) job as one episode, `sessions` at a time on the side's one browser."""
+    gate = asyncio.Semaphore(sessions)
+
+    async def one(url: str, seed: int) -> EpisodeResult:
+        async with gate:
+            return await side.episode(url, seed, steps)
+
+    return await asyncio.gather(*(one(url, seed) for url, seed in jobs))
+
+
+async def run_round(
+    side: Side, index: int, jobs: list[Job], steps: int, sessions: int
+) -> RoundResult:
+    """One measured round of one side: wall time and CPU over all its episodes."""
+    driver = side.driver
+    assert driver is not None, "start() first"
+    busy0, cpu0, t0 = machine_busy(), sample_cpu(driver), time.perf_counter()
+    episodes = await run_jobs(side, jobs, steps, sessions)
+    wall = time.perf_counter() - t0
+    await asyncio.sleep(TEARDOWN_GRACE_S)
+    cpu = sample_cpu(driver) - cpu0
+    others = max(0.0, (machine_busy() - busy0 - cpu.total) / (wall + TEARDOWN_GRACE_S))
+    return RoundResult(
+        side=side.name,
+        round=index,
+        steps=sum(e.steps for e in episodes),
+        wall_s=round(wall, 3),
+        cpu=cpu,
+        others_cores=others,
+        action_errors=sum(e.action_errors for e in episodes),
+        no_target=sum(e.no_target for e in episodes),
+        failures=[e.failure for e in episodes if e.failure],
+    )
+
+
+# --------------------------------------------------------------------------- report
+
+
+@dataclass(frozen=True)
+class SideSummary:
+    """One side over all its rounds."""
+
+    steps: int
+    wall_s: float
+    steps_per_s: float
+    steps_per_s_min: float
+    steps_per_s_max: float
+    cpu_ms_per_step: float
+    cpu_ms_per_step_python: float
+    cpu_ms_per_step_driver: float
+    cpu_ms_per_step_chromium: float
+    others_cores_mean: float
+    action_errors: int
+    no_target: int
+    failed_episodes: int
+
+    @classmethod
+    def of(cls, rounds: list[RoundResult]) -> SideSummary:
+        steps, wall = sum(r.steps for r in rounds), sum(r.wall_s for r in rounds)
+        cpu = sum((r.cpu for r in rounds), Cpu())
+        ms = (lambda s: round(1000 * s / steps, 2)) if steps else (lambda s: float("nan"))
+        return cls(
+            steps=steps,
+            wall_s=round(wall, 3),
+            steps_per_s=round(steps / wall, 3),
+            steps_per_s_min=round(min(r.steps_per_s for r in rounds), 3),
+            steps_per_s_max=round(max(r.steps_per_s for r in rounds), 3),
+            cpu_ms_per_step=ms(cpu.total),
+            cpu_ms_per_step_python=ms(cpu.python),
+            cpu_ms_per_step_driver=ms(cpu.driver),
+            cpu_ms_per_step_chromium=ms(cpu.chromium),
+            others_cores_mean=round(statistics.fmean(r.others_cores for r in rounds), 2),
+            action_errors=sum(r.action_errors for r in rounds),
+            no_target=sum(r.no_target for r in rounds),
+            failed_episodes=sum(len(r.failures) for r in rounds),
+        )
+
+
+@dataclass(frozen=True)
+class Ratios:
+    """Ours/bare over all rounds, and per round pair (their spread shows the noise)."""
+
+    steps_per_s: float
+    cpu_per_step: float
+    steps_per_s_by_round: list[float]
+    cpu_per_step_by_round: list[float]
+
+    @classmethod
+    def of(cls, ours: list[RoundResult], bare: list[RoundResult]) -> Ratios:
+        so, sb = SideSummary.of(ours), SideSummary.of(bare)
+        pairs = list(zip(ours, bare, strict=True))
+        return cls(
+            steps_per_s=round(so.steps_per_s / sb.steps_per_s, 3),
+            cpu_per_step=round(so.cpu_ms_per_step / sb.cpu_ms_per_step, 3),
+            steps_per_s_by_round=[round(o.steps_per_s / b.steps_per_s, 3) for o, b in pairs],
+            cpu_per_step_by_round=[
+                round(o.cpu_ms_per_step / b.cpu_ms_per_step, 3) for o, b in pairs
+            ],
+        )
+
+
+def print_report(summaries: dict[str, SideSummary], ratio: Ratios) -> None:
+    print(
+        f"{'side':<5} {'steps':>6} {'wall s':>7} {'steps/s':>8} {'(min-max)':>11} "
+        f"{'CPU ms/step':>11} {'python':>7} {'driver':>7} {'chromium':>8} "
+        f"{'others':>6} {'errors':>6} {'failed':>6}"
+    )
+    for name, s in summaries.items():
+        spread = f"{s.steps_per_s_min:.1f}-{s.steps_per_s_max:.1f}"
+        print(
+            f"{name:<5} {s.steps:>6} {s.wall_s:>7.1f} {s.steps_per_s:>8.2f} {spread:>11} "
+            f"{s.cpu_ms_per_step:>11.1f} {s.cpu_ms_per_step_python:>7.1f} "
+            f"{s.cpu_ms_per_step_driver:>7.1f} {s.cpu_ms_per_step_chromium:>8.1f} "
+            f"{s.others_cores_mean:>6.2f} {s.action_errors:>6} {s.failed_episodes:>6}"
+        )
+    by_round = " ".join(f"{r:.2f}" for r in ratio.steps_per_s_by_round)
+    print(f"ratio steps/s (ours/bare): {ratio.steps_per_s:.2f}   per round: {by_round}")
+    by_round = " ".join(f"{r:.2f}" for r in ratio.cpu_per_step_by_round)
+    print(f"ratio CPU/step (ours/bare): {ratio.cpu_per_step:.2f}   per round: {by_round}")
+
+
+# --------------------------------------------------------------------------- main
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything `--json` writes."""
+
+    date: str
+    command: str
+    machine: dict[str, str | int | None]
+    versions: dict[str, str]
+    settings: dict[str, object]
+    summary: dict[str, SideSummary]
+    ratio: Ratios
+    rounds: list[RoundResult]
+
+
+def bench_config(executable: str) -> BrowserConfig:
+    """The one config both sides use. settle_ms=0: measure work, not sleeps."""
+    return BrowserConfig(
+        executable=executable,
+        viewport=Viewport(width=1280, height=800),
+        device_scale_factor=1.0,
+        image_format="jpeg",
+        image_quality=80,
+        settle_ms=0,
+    )
+
+
+def make_jobs(server: SiteServer, sites: list[str], episodes: int, seed: int) -> list[Job]:
+    """(url, seed) per site and episode; the same list for both sides and every round."""
+    return [
+        (server.resolve(f"site://{site}/"), seed * 1000 + i)
+        for i in range(episodes)
+        for site in sites
+    ]
+
+
+async def run_bench(args: argparse.Namespace, config: BrowserConfig, sites: list[str]) -> Report:
+    """Start both sides, warm each up (not measured), then alternate rounds: ours, bare, ..."""
+    sides: list[Side] = [OursSide(config), BareSide(config)]
+    results: dict[str, list[RoundResult]] = {s.name: [] for s in sides}
+    with SiteServer(BUNDLED_SITES) as server:
+        jobs = make_jobs(server, sites, args.episodes, args.seed)
+        try:
+            for side in sides:
+                await side.start()
+                await run_jobs(side, jobs[: len(sites)], WARMUP_STEPS, args.sessions)
+            for index in range(args.rounds):
+                for side in sides:
+                    result = await run_round(side, index, jobs, args.steps, args.sessions)
+                    results[side.name].append(result)
+                    print(_round_line(result), file=sys.stderr)
+        finally:
+            for side in sides:
+                await side.close()
+    return Report(
+        date=datetime.now(UTC).isoformat(timespec="seconds"),
+        command=" ".join(["python", *sys.argv]),
+        machine={
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+        },
+        versions={"browser": sides[0].version, "playwright": metadata.version("playwright")},
+        settings=vars(args) | {"sites": sites, "browser": config.model_dump(mode="json")},
+        summary={name: SideSummary.of(rs) for name, rs in results.items()},
+        ratio=Ratios.of(results["ours"], results["bare"]),
+        rounds=[r for rs in zip(*results.values(), strict=True) for r in rs],
+    )
+
+
+def _round_line(r: RoundResult) -> str:
+    return (
+        f"round {r.round} {r.side}: {r.steps} steps in {r.wall_s:.1f}s = {r.steps_per_s:.1f}/s, "
+        f"{r.cpu_ms_per_step:.1f} CPU ms/step, others {r.others_cores:.2f} cores"
+        + (f", {len(r.failures)} failed episodes: {r.failures[0]}" if r.failures else "")
+    )
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    p.add_argument("--rounds", type=int, default=3, help="alternating rounds per side (default 3)")
+    p.add_argument(
+        "--episodes", type=int, default=4, help="episodes per site per round (default 4)"
+    )
+    p.add_argument("--steps", type=int, default=10, help="steps per episode (default 10)")
+    p.add_argument(
+        "--sessions", type=int, default=4, help="concurrent episodes per browser (default 4)"
+    )
+    p.add_argument("--sites", nargs="*", default=None, help="site names (default: all bundled)")
+    p.add_argument("--seed", type=int, default=0, help="base seed of the episodes' choices")
+    p.add_argument(
+        "--executable", default=None, help="Chromium binary (default: /usr/bin/chromium)"
+    )
+    p.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write results here")
+    p.add_argument("--dry-run", action="store_true", help="show the plan, launch nothing")
+    args = p.parse_args(argv)
+    for name in ("rounds", "episodes", "steps", "sessions"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name} must be at least 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    available = list_sites(BUNDLED_SITES)
+    sites = args.sites or available
+    unknown = sorted(set(sites) - set(available))
+    if unknown:
+        raise SystemExit(f"unknown sites {unknown}; bundled sites are: {', '.join(available)}")
+    # Resolved once, so that both sides run the very same binary.
+    config = bench_config(find_executable(args.executable, None))
+    per_round = len(sites) * args.episodes * args.steps
+    print(
+        f"plan: {args.rounds} rounds x (ours, bare); {len(sites)} sites x {args.episodes} episodes "
+        f"x {args.steps} steps = {per_round} steps per side per round; {args.sessions} concurrent "
+        f"episodes per browser; {config.executable}",
+        file=sys.stderr,
+    )
+    if args.dry_run:
+        return 0
+    report = asyncio.run(run_bench(args, config, sites))
+    print_report(report.summary, report.ratio)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(asdict(report), indent=2, default=str)
+        args.json.write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""Shared fixtures. Integration fixtures start real parts on 127.0.0.1: Chromium (Debian's
+package), Dask LocalClusters, the bundled-site server."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from datagen.config import PipelineConfig, parse_pipeline
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parent / "fixtures"
+PAGES = FIXTURES / "pages"
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def pages() -> Iterator[object]:
+    """The test pages in tests/fixtures/pages, served on 127.0.0.1."""
+    from datagen.source.serve import SiteServer
+
+    with SiteServer(PAGES) as server:
+        yield server
+
+
+def make_config(tmp_path: Path, **overrides: object) -> PipelineConfig:
+    """A valid pipeline config with small defaults; sections given as dicts replace defaults."""
+    data: dict[str, object] = {
+        "name": "test",
+        "sources": [{"type": "sites"}],
+        "output": {"uri": str(tmp_path / "out")},
+        "cluster": {"workers": 1, "sessions_per_worker": 2, "dashboard": ":0"},
+        "run": {"max_steps": 4},
+        "base_dir": str(tmp_path),
+    }
+    data.update(overrides)
+    return parse_pipeline(data)
+
+
+@pytest.fixture
+def config_factory(tmp_path: Path):  # type: ignore[no-untyped-def]
+    return lambda **kw: make_config(tmp_path, **kw)
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    path = shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(path).exists():
+        pytest.fail("Chromium is required for integration tests: run scripts/setup.sh")
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser_plugin(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """The worker plugin itself, set up outside Dask: a loop thread, Chromium, site server."""
+    from datagen.runtime.plugin import BrowserPlugin
+
+    config = make_config(tmp_path_factory.mktemp("plugin"))
+    plugin = BrowserPlugin(config)
+    plugin.setup(worker=None)
+    try:
+        yield plugin
+    finally:
+        plugin.teardown(worker=None)

@@ -1,0 +1,112 @@
+"""Real Chromium: observation, actions, checks, launch switches."""
+
+from __future__ import annotations
+
+import io
+import psutil
+import pytest
+from PIL import Image
+
+from datagen.browser.session import BrowserHost, NavigationFailed
+from datagen.config import BrowserConfig
+from datagen.records import Click, Key, Scroll, SuccessCheck, TypeText
+from datagen.source.serve import SiteServer
+from tests.conftest import PAGES, closed_port
+
+pytestmark = pytest.mark.browser
+
+
+def test_observation_at_device_scale(browser_plugin, pages) -> None:  # type: ignore[no-untyped-def]
+    config = BrowserConfig(device_scale_factor=2, viewport={"width": 640, "height": 400}, image_format="png")
+
+    async def scenario():  # type: ignore[no-untyped-def]
+        host = BrowserHost(config)
+        await host.start()
+        try:
+            async with host.session() as session:
+                await session.goto(pages.base_url + "occluded.html")
+                return await session.observe()
+        finally:
+            await host.close()
+
+    obs = browser_plugin.run(scenario())
+    image = Image.open(io.BytesIO(obs.screenshot))
+    assert image.format == "PNG" and image.size == (1280, 800) == (obs.image_width, obs.image_height)
+    by_id = {e.selector: e for e in obs.elements}
+    assert set(by_id) == {"#front", "#under", "#email"}  # hidden and below-the-fold ones left out
+    assert by_id["#front"].hit and not by_id["#under"].hit  # the red div covers "Under"
+    assert by_id["#email"].name == "Email" and by_id["#email"].editable
+    assert by_id["#front"].box.x == 20 and by_id["#front"].box.width == 120  # CSS px
+    # The screenshot really is at 2x: the red cover starts at CSS y=90, device y=180.
+    rgb = image.convert("RGB")
+    red, white = rgb.getpixel((400, 185)), rgb.getpixel((400, 175))
+    assert red[0] > 150 and red[1] < 100 and min(white) > 200
+
+
+def test_actions_use_real_input(browser_plugin, pages) -> None:  # type: ignore[no-untyped-def]
+    host = browser_plugin.host
+
+    async def scenario():  # type: ignore[no-untyped-def]
+        async with host.session() as session:
+            await session.goto(pages.base_url + "occluded.html")
+            obs = await session.observe()
+            email = next(e for e in obs.elements if e.selector == "#email")
+            x, y = email.box.centre
+            errors = [
+                await session.act(Click(x=x, y=y)),
+                await session.act(TypeText(text="a@b.co")),
+                await session.act(Key(combo="Shift+Home")),
+            ]
+            value = await session.page.eval_on_selector("#email", "e => e.value")
+            fx, fy = next(e for e in obs.elements if e.selector == "#front").box.centre
+            await session.act(Click(x=fx, y=fy))
+            clicked = await session.check(SuccessCheck(js="document.body.dataset.clicked === 'front'"))
+            await session.act(Scroll(dy=1500))
+            scrolled = await session.observe()
+            missing = await session.act(Key(combo="NoSuchKey"))
+            return errors, value, clicked, scrolled, missing
+
+    errors, value, clicked, scrolled, missing = browser_plugin.run(scenario())
+    assert errors == [None, None, None] and value == "a@b.co" and clicked
+    assert any(e.selector == "#below" for e in scrolled.elements)
+    assert missing and "NoSuchKey" in missing  # an action error is returned, not raised
+
+
+def test_checks_and_navigation_failure(browser_plugin) -> None:  # type: ignore[no-untyped-def]
+    host, sites = browser_plugin.host, browser_plugin.sites
+
+    async def scenario():  # type: ignore[no-untyped-def]
+        async with host.session() as session:
+            await session.goto(sites.resolve("site://table/"))
+            results = [
+                await session.check(SuccessCheck(url_contains="/table/")),
+                await session.check(SuccessCheck(url_contains="/todo/")),
+                await session.check(SuccessCheck(text_present="Employees", js="document.title.length > 0")),
+            ]
+            try:
+                await session.check(SuccessCheck(js="no_such_variable"))
+            except Exception as exc:
+                results.append(type(exc).__name__)
+            for url in (f"http://127.0.0.1:{closed_port()}/", sites.base_url + "no-such-page.html"):
+                try:
+                    await session.goto(url)
+                except NavigationFailed as exc:
+                    results.append(str(exc))
+            return results
+
+    results = browser_plugin.run(scenario())
+    assert results[:4] == [True, False, True, "Error"]
+    assert "ERR_CONNECTION_REFUSED" in results[4] and "HTTP 404" in results[5]
+
+
+def test_one_merged_disable_features_switch(browser_plugin) -> None:  # type: ignore[no-untyped-def]
+    lines = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmd = proc.info["cmdline"] or []
+        if cmd and "chromium" in cmd[0] and "--remote-debugging-pipe" in cmd:
+            lines.append([a for a in cmd if a.startswith("--disable-features=")])
+    assert lines, "no Chromium started by Playwright found"
+    for switches in lines:
+        assert len(switches) == 1
+        features = switches[0].split("=", 1)[1].split(",")
+        assert "WebUIOmniboxPopup" in features and "PaintHolding" in features  # ours and Playwright's
