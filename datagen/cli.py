@@ -44,12 +44,18 @@ def _show_plan(plan: Plan) -> None:
     cluster = cfg.cluster.address or f"LocalCluster, {cfg.cluster.workers} worker processes"
     rows = [
         ("tasks", f"{len(plan.tasks)} ({', '.join(f'{k} {v}' for k, v in by_source.items())})"),
-        ("episodes", f"{plan.episodes} ({cfg.run.repeats} per task, ≤ {cfg.run.max_steps} steps unless the task says)"),
+        (
+            "episodes",
+            f"{plan.episodes} ({cfg.run.repeats} per task, ≤ {cfg.run.max_steps} steps unless the task says)",
+        ),
         ("shards", f"{len(plan.busy_shards)} (≈{cfg.run.tasks_per_shard} tasks each)"),
         ("cluster", cluster),
         ("sessions", f"{cfg.cluster.sessions_per_worker} per worker"),
         ("policy", cfg.policy.type),
-        ("browser", f"{cfg.browser.viewport.width}×{cfg.browser.viewport.height} @{cfg.browser.device_scale_factor:g}x, {cfg.browser.image_format}"),
+        (
+            "browser",
+            f"{cfg.browser.viewport.width}×{cfg.browser.viewport.height} @{cfg.browser.device_scale_factor:g}x, {cfg.browser.image_format}",
+        ),
         ("output", cfg.output.uri),
         ("run id", plan.run_id),
     ]
@@ -78,7 +84,9 @@ def validate(pipeline: PipelineArg, output: OutputOpt = None) -> None:
 def run(
     pipeline: PipelineArg,
     output: OutputOpt = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="show the plan, launch nothing")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="show the plan, launch nothing")
+    ] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="debug logging")] = False,
 ) -> None:
     """Run a pipeline: tasks → Dask workers → Chromium → policy → validated Parquet."""
@@ -114,13 +122,21 @@ def _show_summary(summary: RunSummary) -> None:
         table.add_row(name, str(info["rows"]))
     console.print(table)
     episodes = manifest["tables"]["episodes"]["rows"]
-    console.print(f"solved {manifest['solved']} of {episodes} episodes; rejects by reason: {manifest['reject_reasons'] or 'none'}")
+    console.print(
+        f"solved {manifest['solved']} of {episodes} episodes; rejects by reason: {manifest['reject_reasons'] or 'none'}"
+    )
     if summary.skipped_shards:
         console.print(f"{len(summary.skipped_shards)} shards were already committed and skipped")
     for shard, reason in summary.failed_shards.items():
         err_console.print(f"[red]shard {shard} failed:[/] {reason}")
-    state = "complete" if manifest["complete"] else f"incomplete (missing shards {manifest['shards']['missing']}; run again to finish)"
-    console.print(f"wrote {manifest['pipeline']['output']['uri']} in {summary.seconds:.1f}s: {state}")
+    state = (
+        "complete"
+        if manifest["complete"]
+        else f"incomplete (missing shards {manifest['shards']['missing']}; run again to finish)"
+    )
+    console.print(
+        f"wrote {manifest['pipeline']['output']['uri']} in {summary.seconds:.1f}s: {state}"
+    )
 
 
 @app.command()
@@ -133,8 +149,12 @@ def schemas(
     from datagen.sink.schema import SCHEMA_DIR, json_schemas, write_json_schemas
 
     if check:
-        stale = [n for n, s in json_schemas().items() if not (SCHEMA_DIR / f"{n}.schema.json").is_file()
-                 or json.loads((SCHEMA_DIR / f"{n}.schema.json").read_text()) != s]
+        stale = [
+            n
+            for n, s in json_schemas().items()
+            if not (SCHEMA_DIR / f"{n}.schema.json").is_file()
+            or json.loads((SCHEMA_DIR / f"{n}.schema.json").read_text()) != s
+        ]
         if stale:
             err_console.print(f"out of date: {', '.join(stale)}; run `datagen schemas`")
             raise typer.Exit(1)

@@ -81,7 +81,8 @@ class BrowserConfig(Section):
     """Chromium through Playwright."""
 
     executable: str | None = Field(
-        None, description="Chromium binary; default: Playwright's own if installed, else /usr/bin/chromium"
+        None,
+        description="Chromium binary; default: Playwright's own if installed, else /usr/bin/chromium",
     )
     headless: bool = Field(True, description="run without a window")
     viewport: Viewport = Field(default_factory=Viewport)
@@ -90,7 +91,9 @@ class BrowserConfig(Section):
     image_quality: int = Field(80, ge=1, le=100, description="jpeg/webp quality")
     navigation_timeout_s: float = Field(15.0, gt=0, description="page load limit")
     action_timeout_s: float = Field(5.0, gt=0, description="limit for one action")
-    settle_ms: int = Field(120, ge=0, le=10_000, description="pause after an action for the page to react")
+    settle_ms: int = Field(
+        120, ge=0, le=10_000, description="pause after an action for the page to react"
+    )
     extra_args: list[str] = Field(default_factory=list, description="more Chromium switches")
 
 
@@ -104,7 +107,9 @@ class ExplorePolicy(Section):
     type_probability: float = Field(
         0.9, ge=0, le=1, description="chance to type into an input right after focusing it"
     )
-    submit_probability: float = Field(0.3, ge=0, le=1, description="chance to press Enter after typing")
+    submit_probability: float = Field(
+        0.3, ge=0, le=1, description="chance to press Enter after typing"
+    )
 
 
 class ScriptedPolicy(Section):
@@ -125,12 +130,18 @@ class AnnotationConfig(Section):
 
 
 class ValidationConfig(Section):
-    min_box_px: float = Field(4.0, ge=0, description="grounding boxes smaller than this are rejected")
-    require_hit_test: bool = Field(True, description="reject grounding rows whose element is occluded")
+    min_box_px: float = Field(
+        4.0, ge=0, description="grounding boxes smaller than this are rejected"
+    )
+    require_hit_test: bool = Field(
+        True, description="reject grounding rows whose element is occluded"
+    )
 
 
 class OutputConfig(Section):
-    uri: str = Field(description="output folder, relative to the current folder (s3:// arrives with the S3 sink)")
+    uri: str = Field(
+        description="output folder, relative to the current folder (s3:// arrives with the S3 sink)"
+    )
 
     @model_validator(mode="after")
     def _local_only(self) -> OutputConfig:
@@ -145,17 +156,25 @@ class OutputConfig(Section):
 class ClusterConfig(Section):
     """Where the browsers run: a local Dask cluster, or an existing scheduler."""
 
-    address: str | None = Field(None, description="tcp://host:port of a running scheduler; default: start a LocalCluster")
-    workers: int = Field(2, ge=1, le=256, description="LocalCluster worker processes (one browser each)")
+    address: str | None = Field(
+        None, description="tcp://host:port of a running scheduler; default: start a LocalCluster"
+    )
+    workers: int = Field(
+        2, ge=1, le=256, description="LocalCluster worker processes (one browser each)"
+    )
     sessions_per_worker: int = Field(4, ge=1, le=512, description="episodes in flight per worker")
     dashboard: str = Field(":8787", description="LocalCluster dashboard address")
     retries: int = Field(2, ge=0, description="resubmissions of a shard whose worker died")
-    allowed_failures: int = Field(3, ge=0, description="worker deaths a shard may cause before it fails")
+    allowed_failures: int = Field(
+        3, ge=0, description="worker deaths a shard may cause before it fails"
+    )
 
 
 class RunConfig(Section):
     seed: int = Field(0, description="seed of every random choice (per episode: seed + task id)")
-    max_steps: int = Field(12, ge=1, le=500, description="step budget per episode unless the task sets one")
+    max_steps: int = Field(
+        12, ge=1, le=500, description="step budget per episode unless the task sets one"
+    )
     tasks_per_shard: int = Field(4, ge=1, description="tasks per Dask task (shard)")
     repeats: int = Field(1, ge=1, le=1000, description="episodes per task (different seeds)")
     limit: int | None = Field(None, ge=1, description="use only the first N tasks")
@@ -164,7 +183,9 @@ class RunConfig(Section):
 class PipelineConfig(Section):
     """A whole pipeline file."""
 
-    name: str = Field("pipeline", description="a name for the run, shown in the output's dataset card")
+    name: str = Field(
+        "pipeline", description="a name for the run, shown in the output's dataset card"
+    )
     sources: list[SourceConfig] = Field(min_length=1, description="task lists to read")
     browser: BrowserConfig = Field(default_factory=BrowserConfig)
     policy: PolicyConfig = Field(default_factory=lambda: ExplorePolicy(type="explore"))
@@ -173,7 +194,9 @@ class PipelineConfig(Section):
     output: OutputConfig
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
     run: RunConfig = Field(default_factory=RunConfig)
-    base_dir: str = Field("", description="set by the loader: folder of the pipeline file", exclude=True)
+    base_dir: str = Field(
+        "", description="set by the loader: folder of the pipeline file", exclude=True
+    )
 
     def resolve(self, path: str) -> Path:
         """A path from the file, relative to the pipeline file's folder."""
@@ -201,9 +224,13 @@ def load_pipeline(path: str | Path, output: str | None = None) -> PipelineConfig
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(f"{path}: not valid YAML{where}: {problem}", fix="correct the YAML syntax") from None
+        raise ConfigError(
+            f"{path}: not valid YAML{where}: {problem}", fix="correct the YAML syntax"
+        ) from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: the file must be a YAML mapping (key: value), got {type(data).__name__}")
+        raise ConfigError(
+            f"{path}: the file must be a YAML mapping (key: value), got {type(data).__name__}"
+        )
     if output:
         data["output"] = {**(data.get("output") or {}), "uri": output}
     uri = (data.get("output") or {}).get("uri") if isinstance(data.get("output"), dict) else None

@@ -69,7 +69,9 @@ class EpisodeOutcome:
     episode: EpisodeRow | None = None
 
     def reject(self, stage: str, reason: RejectReason, detail: str, **where: int) -> None:
-        self.rejects.append(RejectRow(**self.ids, stage=stage, reason=reason.value, detail=detail[:2000], **where))
+        self.rejects.append(
+            RejectRow(**self.ids, stage=stage, reason=reason.value, detail=detail[:2000], **where)
+        )
 
 
 def _digest(*parts: object) -> str:
@@ -95,7 +97,9 @@ async def run_shard(shard: int, tasks: list[TaskSpec], ctx: ShardContext) -> Sha
         )
         return outcome
 
-    outcomes = await asyncio.gather(*(one(t, r) for t in tasks for r in range(ctx.config.run.repeats)))
+    outcomes = await asyncio.gather(
+        *(one(t, r) for t in tasks for r in range(ctx.config.run.repeats))
+    )
     tables: dict[str, list[Any]] = {"episodes": [], "steps": [], "grounding": [], "rejects": []}
     for o in outcomes:
         tables["episodes"] += [o.episode] if o.episode else []
@@ -120,7 +124,12 @@ async def run_shard(shard: int, tasks: list[TaskSpec], ctx: ShardContext) -> Sha
 async def run_episode(task: TaskSpec, repeat: int, ctx: ShardContext) -> EpisodeOutcome:
     """One episode; never raises for a task's own failures."""
     episode_id = _digest(ctx.run_id, task.id, repeat)[:16]
-    ids = {"run_id": ctx.run_id, "schema_version": SCHEMA_VERSION, "task_id": task.id, "episode_id": episode_id}
+    ids = {
+        "run_id": ctx.run_id,
+        "schema_version": SCHEMA_VERSION,
+        "task_id": task.id,
+        "episode_id": episode_id,
+    }
     out = EpisodeOutcome(ids=ids)
     seed = int(_digest(ctx.config.run.seed, task.id, repeat)[:8], 16)
     policy = make_policy(ctx.config.policy, task, seed)
@@ -142,7 +151,13 @@ async def run_episode(task: TaskSpec, repeat: int, ctx: ShardContext) -> Episode
 
 
 async def _walk(
-    session: Session, task: TaskSpec, policy: Policy, seed: int, started: float, out: EpisodeOutcome, ctx: ShardContext
+    session: Session,
+    task: TaskSpec,
+    policy: Policy,
+    seed: int,
+    started: float,
+    out: EpisodeOutcome,
+    ctx: ShardContext,
 ) -> None:
     cfg = ctx.config
     provenance = {
@@ -155,7 +170,11 @@ async def _walk(
     for index in range(task.max_steps or cfg.run.max_steps):
         obs = await session.observe()
         success = await _check(session, task)
-        decision = Decision(action=Done(), note="check passed") if success else await policy.decide(obs, task)
+        decision = (
+            Decision(action=Done(), note="check passed")
+            if success
+            else await policy.decide(obs, task)
+        )
         problem = check_step(obs, decision.action)
         if problem:
             out.reject("episode", problem[0], problem[1], step_index=index)
@@ -190,7 +209,9 @@ async def _walk(
         answer=answer,
         seed=seed,
         duration_s=round(time.perf_counter() - started, 3),
-        final_screenshot=ImageData(bytes=final.screenshot, path=f"{out.ids['episode_id']}-final.{final.image_format}"),
+        final_screenshot=ImageData(
+            bytes=final.screenshot, path=f"{out.ids['episode_id']}-final.{final.image_format}"
+        ),
         viewport_width=final.viewport_width,
         viewport_height=final.viewport_height,
         device_scale_factor=final.device_scale_factor,
@@ -218,7 +239,13 @@ def _annotate(obs: Observation, index: int, out: EpisodeOutcome, ctx: ShardConte
     for row in rows:
         problem = check_grounding(row, ctx.config.validation)
         if problem:
-            out.reject("grounding", problem[0], problem[1], step_index=index, element_index=row.element_index)
+            out.reject(
+                "grounding",
+                problem[0],
+                problem[1],
+                step_index=index,
+                element_index=row.element_index,
+            )
         else:
             out.grounding.append(row)
 
@@ -244,7 +271,9 @@ def _step_row(
         step_index=index,
         url=obs.url,
         title=obs.title,
-        screenshot=ImageData(bytes=obs.screenshot, path=f"{ids['episode_id']}-{index:03d}.{obs.image_format}"),
+        screenshot=ImageData(
+            bytes=obs.screenshot, path=f"{ids['episode_id']}-{index:03d}.{obs.image_format}"
+        ),
         image_width=obs.image_width,
         image_height=obs.image_height,
         viewport_width=obs.viewport_width,

@@ -41,7 +41,9 @@ def make_plan(config: PipelineConfig) -> Plan:
     try:
         tasks = load_tasks(config)
     except SourceError as exc:
-        raise ConfigError(str(exc), path="sources", fix="correct the task list or its path") from None
+        raise ConfigError(
+            str(exc), path="sources", fix="correct the task list or its path"
+        ) from None
     shards = shard_tasks(tasks, config.run.tasks_per_shard)
     digest = hashlib.sha256(config.output_hash().encode())
     for task in tasks:

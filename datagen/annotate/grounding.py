@@ -75,9 +75,22 @@ def grounding_rows(
                 name=element.name,
                 text=element.text,
                 selector=element.selector,
-                bbox_px=tuple(round(v, 2) for v in box_px),  # type: ignore[arg-type]
-                bbox_norm=(box_px[0] / width, box_px[1] / height, box_px[2] / width, box_px[3] / height),
-                point_px=(round((box_px[0] + box_px[2]) / 2, 2), round((box_px[1] + box_px[3]) / 2, 2)),
+                bbox_px=(
+                    round(box_px[0], 2),
+                    round(box_px[1], 2),
+                    round(box_px[2], 2),
+                    round(box_px[3], 2),
+                ),
+                bbox_norm=(
+                    box_px[0] / width,
+                    box_px[1] / height,
+                    box_px[2] / width,
+                    box_px[3] / height,
+                ),
+                point_px=(
+                    round((box_px[0] + box_px[2]) / 2, 2),
+                    round((box_px[1] + box_px[3]) / 2, 2),
+                ),
                 image_width=width,
                 image_height=height,
                 hit_test=element.hit,

@@ -37,7 +37,9 @@ def find_executable(configured: str | None, playwright_own: str | None) -> str:
     """The configured binary, else Playwright's own if installed, else the system Chromium."""
     if configured:
         if not Path(configured).is_file():
-            raise BrowserUnavailable(f"browser.executable {configured!r} does not exist; {INSTALL_HINT}")
+            raise BrowserUnavailable(
+                f"browser.executable {configured!r} does not exist; {INSTALL_HINT}"
+            )
         return configured
     if playwright_own and Path(playwright_own).is_file():
         return playwright_own
@@ -61,7 +63,9 @@ def playwright_disabled_features() -> tuple[str, ...]:
     for path in (root / "coreBundle.js", root / "server" / "chromium" / "chromiumSwitches.js"):
         if not path.is_file():
             continue
-        match = re.search(r"disabledFeatures\s*=\s*\[(.*?)\]", path.read_text(encoding="utf-8"), re.S)
+        match = re.search(
+            r"disabledFeatures\s*=\s*\[(.*?)\]", path.read_text(encoding="utf-8"), re.S
+        )
         if match:
             body = re.sub(r"//[^\n]*", "", match.group(1))
             return tuple(re.findall(r"""["']([A-Za-z0-9_]+)["']""", body))

@@ -18,7 +18,15 @@ from contextlib import asynccontextmanager
 from importlib import metadata
 from pathlib import Path
 
-from playwright.async_api import Browser, BrowserContext, CDPSession, Page, Playwright, async_playwright
+from playwright.async_api import (
+    Browser,
+    BrowserContext,
+    CDPSession,
+    Page,
+    Playwright,
+    Response,
+    async_playwright,
+)
 
 from datagen.browser.actions import execute
 from datagen.browser.launch import find_executable, launch_options
@@ -98,19 +106,38 @@ class BrowserHost:
 class Session:
     """One episode's page: navigate, observe, act, check."""
 
-    def __init__(self, context: BrowserContext, page: Page, cdp: CDPSession, config: BrowserConfig) -> None:
+    def __init__(
+        self, context: BrowserContext, page: Page, cdp: CDPSession, config: BrowserConfig
+    ) -> None:
         self.context = context
         self.page = page
         self.cdp = cdp
         self.config = config
 
     async def goto(self, url: str) -> None:
+        """Load the start URL; an error status or a failed load raises NavigationFailed.
+
+        The main document's status is taken from the response event too: Chromium sometimes
+        swaps an error response for its own error page, and `goto` then only says
+        "interrupted by another navigation".
+        """
+        statuses: list[int] = []
+
+        def on_response(response: Response) -> None:
+            if response.request.is_navigation_request() and response.frame == self.page.main_frame:
+                statuses.append(response.status)
+
+        self.page.on("response", on_response)
         try:
-            response = await self.page.goto(url, wait_until="load")
+            await self.page.goto(url, wait_until="load")
         except Exception as exc:
+            if statuses and statuses[-1] >= 400:
+                raise NavigationFailed(f"{url}: HTTP {statuses[-1]}") from None
             raise NavigationFailed(f"{url}: {str(exc).splitlines()[0]}") from None
-        if response is not None and response.status >= 400:
-            raise NavigationFailed(f"{url}: HTTP {response.status}")
+        finally:
+            self.page.remove_listener("response", on_response)
+        if statuses and statuses[-1] >= 400:
+            raise NavigationFailed(f"{url}: HTTP {statuses[-1]}")
 
     async def screenshot(self, scroll_x: float = 0.0, scroll_y: float = 0.0) -> bytes:
         """The viewport at device pixels. CDP's capture ignores the emulated device scale
@@ -123,7 +150,11 @@ class Session:
             "height": cfg.viewport.height,
             "scale": cfg.device_scale_factor,
         }
-        params: dict[str, object] = {"format": cfg.image_format, "optimizeForSpeed": True, "clip": clip}
+        params: dict[str, object] = {
+            "format": cfg.image_format,
+            "optimizeForSpeed": True,
+            "clip": clip,
+        }
         if cfg.image_format != "png":
             params["quality"] = cfg.image_quality
         result = await self.cdp.send("Page.captureScreenshot", params)
@@ -163,7 +194,9 @@ class Session:
 
     async def act(self, action: Action) -> str | None:
         """Execute, then give the page `settle_ms` and any navigation time to react."""
-        error = await execute(self.page, action, self.config.device_scale_factor, self.config.action_timeout_s)
+        error = await execute(
+            self.page, action, self.config.device_scale_factor, self.config.action_timeout_s
+        )
         if self.config.settle_ms:
             await asyncio.sleep(self.config.settle_ms / 1000)
         await self._settle_load()
@@ -171,7 +204,9 @@ class Session:
 
     async def _settle_load(self) -> None:
         try:
-            await self.page.wait_for_load_state("load", timeout=self.config.navigation_timeout_s * 1000)
+            await self.page.wait_for_load_state(
+                "load", timeout=self.config.navigation_timeout_s * 1000
+            )
         except Exception:
             log.debug("page did not reach load state", exc_info=True)
 

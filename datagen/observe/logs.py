@@ -10,6 +10,8 @@ from rich.logging import RichHandler
 def setup_logging(verbose: bool = False) -> None:
     """Call after `distributed` is imported: it installs its own handlers and levels on import."""
     level = logging.DEBUG if verbose else logging.INFO
-    logging.basicConfig(level=level, format="%(message)s", handlers=[RichHandler(show_path=False)], force=True)
+    logging.basicConfig(
+        level=level, format="%(message)s", handlers=[RichHandler(show_path=False)], force=True
+    )
     for noisy in ("distributed", "bokeh", "tornado", "asyncio"):
         logging.getLogger(noisy).setLevel(logging.WARNING if verbose else logging.ERROR)

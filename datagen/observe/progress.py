@@ -71,6 +71,7 @@ class RichProgress:
     def _stats(self) -> str:
         rate = self._steps / max(time.perf_counter() - self._t0, 1e-6)
         top = ", ".join(f"{k} {v}" for k, v in self._rejects.most_common(3))
-        return f"steps {self._steps} ({rate:.1f}/s) · solved {self._solved} · shards {self._shards}" + (
-            f" · rejects: {top}" if top else ""
+        return (
+            f"steps {self._steps} ({rate:.1f}/s) · solved {self._solved} · shards {self._shards}"
+            + (f" · rejects: {top}" if top else "")
         )

@@ -15,7 +15,18 @@ import random
 from urllib.parse import urlsplit
 
 from datagen.config import ExplorePolicy
-from datagen.records import Action, Back, Click, Decision, Element, Key, Observation, Scroll, TaskSpec, TypeText
+from datagen.records import (
+    Action,
+    Back,
+    Click,
+    Decision,
+    Element,
+    Key,
+    Observation,
+    Scroll,
+    TaskSpec,
+    TypeText,
+)
 
 # Values a person would type, by the field's input type or by words in its name.
 VALUES_BY_TYPE = {
@@ -70,7 +81,11 @@ class Explorer:
         scale = obs.device_scale_factor
         click = Click(x=round(x * scale, 1), y=round(y * scale, 1))
         self._plan_follow_up(element)
-        return Decision(action=click, target=element, note="new" if never else ("new-state" if fresh else "revisit"))
+        return Decision(
+            action=click,
+            target=element,
+            note="new" if never else ("new-state" if fresh else "revisit"),
+        )
 
     def _plan_follow_up(self, element: Element) -> None:
         """After focusing a field: type into it (and maybe submit); after a select: pick."""

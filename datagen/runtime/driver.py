@@ -60,13 +60,16 @@ def connect(config: ClusterConfig) -> Iterator[Client]:
             with Client(config.address) as client:
                 yield client
             return
-        with LocalCluster(
-            n_workers=config.workers,
-            threads_per_worker=1,  # one shard at a time per worker; concurrency is inside it
-            processes=True,
-            dashboard_address=config.dashboard,
-            silence_logs=logging.ERROR,
-        ) as cluster, Client(cluster) as client:
+        with (
+            LocalCluster(
+                n_workers=config.workers,
+                threads_per_worker=1,  # one shard at a time per worker; concurrency is inside it
+                processes=True,
+                dashboard_address=config.dashboard,
+                silence_logs=logging.ERROR,
+            ) as cluster,
+            Client(cluster) as client,
+        ):
             yield client
 
 

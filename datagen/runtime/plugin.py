@@ -27,7 +27,7 @@ T = TypeVar("T")
 PLUGIN_NAME = "datagen-browser"
 
 
-class BrowserPlugin(WorkerPlugin):  # type: ignore[misc]
+class BrowserPlugin(WorkerPlugin):
     """Starts the loop, the site server and the browser at setup; stops them at teardown."""
 
     name = PLUGIN_NAME
@@ -41,7 +41,9 @@ class BrowserPlugin(WorkerPlugin):  # type: ignore[misc]
 
     def setup(self, worker: Any) -> None:
         self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="datagen-browser-loop", daemon=True)
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="datagen-browser-loop", daemon=True
+        )
         self.thread.start()
         self.sites = SiteServer(sites_root(self.config))
         self.host = BrowserHost(self.config.browser)

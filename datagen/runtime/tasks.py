@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from distributed import get_worker
 
@@ -15,10 +15,12 @@ from datagen.sink.storage import open_storage
 PROGRESS_TOPIC = "datagen-progress"
 
 
-def run_shard_task(shard: int, tasks: list[TaskSpec], config: PipelineConfig, run_id: str) -> ShardResult:
+def run_shard_task(
+    shard: int, tasks: list[TaskSpec], config: PipelineConfig, run_id: str
+) -> ShardResult:
     """Runs in a worker thread; hands the shard to the browser loop and waits."""
     worker = get_worker()
-    plugin: BrowserPlugin = worker.plugins[PLUGIN_NAME]
+    plugin = cast(BrowserPlugin, worker.plugins[PLUGIN_NAME])
     if plugin.host is None or plugin.sites is None:
         raise RuntimeError("datagen browser plugin did not start on this worker")
 

@@ -55,7 +55,11 @@ def _column(annotation: Any) -> tuple[pa.DataType, bool, dict[str, Any]]:
     origin = typing.get_origin(annotation)
     if origin is tuple and args and Ellipsis not in args:
         item, _, feature = _column(args[0])
-        return pa.list_(item, len(args)), nullable, {"feature": feature, "length": len(args), "_type": "List"}
+        return (
+            pa.list_(item, len(args)),
+            nullable,
+            {"feature": feature, "length": len(args), "_type": "List"},
+        )
     if origin in (list, tuple):
         item, _, feature = _column(args[0])
         return pa.list_(item), nullable, {"feature": feature, "_type": "List"}
@@ -80,7 +84,11 @@ def arrow_schema(model: type[BaseModel]) -> pa.Schema:
 
 def image_columns(model: type[BaseModel]) -> list[str]:
     """Columns holding images (already compressed bytes: stored without Parquet compression)."""
-    return [name for name, info in model.model_fields.items() if ImageData in (info.annotation, *typing.get_args(info.annotation))]
+    return [
+        name
+        for name, info in model.model_fields.items()
+        if ImageData in (info.annotation, *typing.get_args(info.annotation))
+    ]
 
 
 def json_schemas() -> dict[str, dict[str, Any]]:

@@ -1,6 +1,6 @@
 """Where output bytes go. One small interface, so the same writer serves every backend.
 
-    Storage.put(key, bytes)  whole objects only: a reader sees all of an object or nothing
+Storage.put(key, bytes)  whole objects only: a reader sees all of an object or nothing
 """
 
 from __future__ import annotations
@@ -55,7 +55,11 @@ class LocalStorage:
         base = self._path(prefix)
         if not base.is_dir():
             return []
-        return sorted(str(p.relative_to(self.root)) for p in base.rglob("*") if p.is_file() and not p.name.startswith("."))
+        return sorted(
+            str(p.relative_to(self.root))
+            for p in base.rglob("*")
+            if p.is_file() and not p.name.startswith(".")
+        )
 
 
 def open_storage(uri: str) -> Storage:

@@ -14,7 +14,7 @@ import hashlib
 import io
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -52,14 +52,24 @@ def parquet_bytes(table: str, rows: Sequence[BaseModel]) -> tuple[bytes, int]:
     return sink.getvalue(), arrow.num_rows
 
 
-def write_shard(storage: Storage, shard: int, tables: dict[str, Sequence[BaseModel]], stats: dict[str, Any]) -> dict[str, Any]:
+def write_shard(
+    storage: Storage, shard: int, tables: Mapping[str, Sequence[BaseModel]], stats: dict[str, Any]
+) -> dict[str, Any]:
     """Write one part per table, then the shard's marker. Returns the marker."""
     files = []
     for table in TABLES:
         data, rows = parquet_bytes(table, tables.get(table, []))
         key = part_key(table, shard)
         storage.put(key, data)
-        files.append({"table": table, "key": key, "rows": rows, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+        files.append(
+            {
+                "table": table,
+                "key": key,
+                "rows": rows,
+                "bytes": len(data),
+                "sha256": hashlib.sha256(data).hexdigest(),
+            }
+        )
     marker = {"shard": shard, "files": files, "stats": stats, "written_at": time.time()}
     storage.put(marker_key(shard), json.dumps(marker, indent=1).encode())
     return marker
@@ -88,7 +98,13 @@ def claim_output(storage: Storage, run_id: str, pipeline: dict[str, Any]) -> boo
                 "fix: choose another output with --output, or delete that folder"
             )
         return True
-    info = {"run_id": run_id, "schema_version": SCHEMA_VERSION, "datagen_version": __version__, "pipeline": pipeline, "started_at": time.time()}
+    info = {
+        "run_id": run_id,
+        "schema_version": SCHEMA_VERSION,
+        "datagen_version": __version__,
+        "pipeline": pipeline,
+        "started_at": time.time(),
+    }
     storage.put(RUN_FILE, json.dumps(info, indent=1).encode())
     return False
 

@@ -1,14 +1,14 @@
 """Sources: task lists in, `TaskSpec`s out, and the stable assignment of tasks to shards.
 
-    PipelineConfig.sources ─► load_tasks() ─► list[TaskSpec] ─► shard_tasks() ─► shards
+PipelineConfig.sources ─► load_tasks() ─► list[TaskSpec] ─► shard_tasks() ─► shards
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 
 from datagen.config import (
     JsonlSource,
@@ -33,7 +33,9 @@ __all__ = ["BUNDLED_SITES", "SITE_SCHEME", "load_tasks", "shard_of", "shard_task
 
 def _readers(config: PipelineConfig) -> dict[type, Callable[..., list[TaskSpec]]]:
     return {
-        SitesSource: lambda s: read_sites(config.resolve(s.dir) if s.dir else BUNDLED_SITES, s.sites),
+        SitesSource: lambda s: read_sites(
+            config.resolve(s.dir) if s.dir else BUNDLED_SITES, s.sites
+        ),
         JsonlSource: lambda s: read_native(config.resolve(s.path), s.limit),
         WebVoyagerSource: lambda s: read_webvoyager(config.resolve(s.path), s.limit),
         UrlsSource: lambda s: read_urls(config.resolve(s.path), s.instruction, s.limit),

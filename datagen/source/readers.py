@@ -37,14 +37,18 @@ def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             yield number, record
 
 
-def read_native(path: Path, limit: int | None = None, source: str = "native", site: str = "") -> list[TaskSpec]:
+def read_native(
+    path: Path, limit: int | None = None, source: str = "native", site: str = ""
+) -> list[TaskSpec]:
     """datagen's JSONL: {id, start_url, instruction, check?, max_steps?, actions?}."""
     tasks: list[TaskSpec] = []
     for number, record in _json_lines(path):
         try:
             tasks.append(TaskSpec.model_validate({"source": source, "site": site, **record}))
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
+            )
             raise SourceError(f"{path}:{number}: {problems}") from None
         if limit and len(tasks) >= limit:
             break
@@ -83,7 +87,9 @@ def read_urls(path: Path, instruction: str, limit: int | None = None) -> list[Ta
             continue
         if "://" not in url:
             raise SourceError(f"{path}:{number}: {url!r} is not a URL (expected scheme://host/...)")
-        tasks.append(TaskSpec(id=f"url-{number}", start_url=url, instruction=instruction, source="urls"))
+        tasks.append(
+            TaskSpec(id=f"url-{number}", start_url=url, instruction=instruction, source="urls")
+        )
         if limit and len(tasks) >= limit:
             break
     return tasks
@@ -101,7 +107,9 @@ def read_sites(root: Path, names: list[str] | None = None) -> list[TaskSpec]:
         raise SourceError(f"{root}: no bundled sites found (expected <site>/tasks.jsonl)")
     unknown = sorted(set(names or []) - set(available))
     if unknown:
-        raise SourceError(f"unknown site(s) {', '.join(unknown)}; available: {', '.join(available)}")
+        raise SourceError(
+            f"unknown site(s) {', '.join(unknown)}; available: {', '.join(available)}"
+        )
     tasks: list[TaskSpec] = []
     for name in names or available:
         tasks += read_native(root / name / "tasks.jsonl", source="sites", site=name)

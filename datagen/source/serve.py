@@ -16,7 +16,7 @@ from datagen.source.readers import BUNDLED_SITES, SITE_SCHEME
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         pass  # one line per request on the worker's stderr is noise
 
 
@@ -28,7 +28,9 @@ class SiteServer:
         handler = functools.partial(_QuietHandler, directory=str(self.root))
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="datagen-sites", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="datagen-sites", daemon=True
+        )
         self._thread.start()
 
     @property

@@ -1,7 +1,7 @@
 """Validation rules: pure functions over records, each returning a `RejectReason` or None.
 
-    GroundingRow ─► check_grounding() ─► reason | None
-    Observation + Action ─► check_step() ─► reason | None
+GroundingRow ─► check_grounding() ─► reason | None
+Observation + Action ─► check_step() ─► reason | None
 """
 
 from __future__ import annotations
@@ -29,20 +29,41 @@ def check_step(obs: Observation, action: Action) -> tuple[RejectReason, str] | N
     expected = (obs.image_width, obs.image_height)
     if size != expected:
         return RejectReason.SCREENSHOT_SIZE_MISMATCH, f"image is {size}, expected {expected}"
-    if isinstance(action, Click) and not (0 <= action.x < obs.image_width and 0 <= action.y < obs.image_height):
-        return RejectReason.ACTION_OFF_SCREEN, f"click at ({action.x:g}, {action.y:g}) outside {expected}"
+    if isinstance(action, Click) and not (
+        0 <= action.x < obs.image_width and 0 <= action.y < obs.image_height
+    ):
+        return (
+            RejectReason.ACTION_OFF_SCREEN,
+            f"click at ({action.x:g}, {action.y:g}) outside {expected}",
+        )
     return None
 
 
 def check_grounding(row: GroundingRow, config: ValidationConfig) -> tuple[RejectReason, str] | None:
     """A usable grounding label: inside the image, big enough, referable, not occluded."""
     x1, y1, x2, y2 = row.bbox_px
-    if x1 < 0 or y1 < 0 or x2 > row.image_width + 0.5 or y2 > row.image_height + 0.5 or x2 <= x1 or y2 <= y1:
-        return RejectReason.BOX_OUTSIDE_IMAGE, f"box {row.bbox_px} outside {row.image_width}x{row.image_height}"
+    if (
+        x1 < 0
+        or y1 < 0
+        or x2 > row.image_width + 0.5
+        or y2 > row.image_height + 0.5
+        or x2 <= x1
+        or y2 <= y1
+    ):
+        return (
+            RejectReason.BOX_OUTSIDE_IMAGE,
+            f"box {row.bbox_px} outside {row.image_width}x{row.image_height}",
+        )
     if min(x2 - x1, y2 - y1) < config.min_box_px:
-        return RejectReason.BOX_TOO_SMALL, f"box {x2 - x1:.1f}x{y2 - y1:.1f} px under {config.min_box_px:g}"
+        return (
+            RejectReason.BOX_TOO_SMALL,
+            f"box {x2 - x1:.1f}x{y2 - y1:.1f} px under {config.min_box_px:g}",
+        )
     if not row.referring_expression:
-        return RejectReason.NO_REFERRING_EXPRESSION, f"{row.tag} {row.selector} has no name, text or placeholder"
+        return (
+            RejectReason.NO_REFERRING_EXPRESSION,
+            f"{row.tag} {row.selector} has no name, text or placeholder",
+        )
     if config.require_hit_test and not row.hit_test:
         return RejectReason.OCCLUDED, f"centre of {row.selector} hit-tests to another element"
     return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+
 import psutil
 import pytest
 from PIL import Image
@@ -10,14 +11,15 @@ from PIL import Image
 from datagen.browser.session import BrowserHost, NavigationFailed
 from datagen.config import BrowserConfig
 from datagen.records import Click, Key, Scroll, SuccessCheck, TypeText
-from datagen.source.serve import SiteServer
-from tests.conftest import PAGES, closed_port
+from tests.conftest import closed_port
 
 pytestmark = pytest.mark.browser
 
 
 def test_observation_at_device_scale(browser_plugin, pages) -> None:  # type: ignore[no-untyped-def]
-    config = BrowserConfig(device_scale_factor=2, viewport={"width": 640, "height": 400}, image_format="png")
+    config = BrowserConfig(
+        device_scale_factor=2, viewport={"width": 640, "height": 400}, image_format="png"
+    )
 
     async def scenario():  # type: ignore[no-untyped-def]
         host = BrowserHost(config)
@@ -31,7 +33,10 @@ def test_observation_at_device_scale(browser_plugin, pages) -> None:  # type: ig
 
     obs = browser_plugin.run(scenario())
     image = Image.open(io.BytesIO(obs.screenshot))
-    assert image.format == "PNG" and image.size == (1280, 800) == (obs.image_width, obs.image_height)
+    assert image.format == "PNG" and image.size == (1280, 800) == (
+        obs.image_width,
+        obs.image_height,
+    )
     by_id = {e.selector: e for e in obs.elements}
     assert set(by_id) == {"#front", "#under", "#email"}  # hidden and below-the-fold ones left out
     assert by_id["#front"].hit and not by_id["#under"].hit  # the red div covers "Under"
@@ -60,7 +65,9 @@ def test_actions_use_real_input(browser_plugin, pages) -> None:  # type: ignore[
             value = await session.page.eval_on_selector("#email", "e => e.value")
             fx, fy = next(e for e in obs.elements if e.selector == "#front").box.centre
             await session.act(Click(x=fx, y=fy))
-            clicked = await session.check(SuccessCheck(js="document.body.dataset.clicked === 'front'"))
+            clicked = await session.check(
+                SuccessCheck(js="document.body.dataset.clicked === 'front'")
+            )
             await session.act(Scroll(dy=1500))
             scrolled = await session.observe()
             missing = await session.act(Key(combo="NoSuchKey"))
@@ -81,7 +88,9 @@ def test_checks_and_navigation_failure(browser_plugin) -> None:  # type: ignore[
             results = [
                 await session.check(SuccessCheck(url_contains="/table/")),
                 await session.check(SuccessCheck(url_contains="/todo/")),
-                await session.check(SuccessCheck(text_present="Employees", js="document.title.length > 0")),
+                await session.check(
+                    SuccessCheck(text_present="Employees", js="document.title.length > 0")
+                ),
             ]
             try:
                 await session.check(SuccessCheck(js="no_such_variable"))
@@ -109,4 +118,6 @@ def test_one_merged_disable_features_switch(browser_plugin) -> None:  # type: ig
     for switches in lines:
         assert len(switches) == 1
         features = switches[0].split("=", 1)[1].split(",")
-        assert "WebUIOmniboxPopup" in features and "PaintHolding" in features  # ours and Playwright's
+        assert (
+            "WebUIOmniboxPopup" in features and "PaintHolding" in features
+        )  # ours and Playwright's

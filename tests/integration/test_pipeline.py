@@ -21,10 +21,26 @@ def tasks(base: str) -> list[TaskSpec]:
     page = base + "occluded.html"
     clicked = "document.body.dataset.clicked === 'front'"
     return [
-        TaskSpec(id="ok", start_url=page, instruction="Click Front", actions=(Click(x=80, y=40),), check=SuccessCheck(js=clicked)),
-        TaskSpec(id="nocheck", start_url=page, instruction="Click the cover", actions=(Click(x=80, y=120),)),
+        TaskSpec(
+            id="ok",
+            start_url=page,
+            instruction="Click Front",
+            actions=(Click(x=80, y=40),),
+            check=SuccessCheck(js=clicked),
+        ),
+        TaskSpec(
+            id="nocheck",
+            start_url=page,
+            instruction="Click the cover",
+            actions=(Click(x=80, y=120),),
+        ),
         TaskSpec(id="unreachable", start_url=f"http://127.0.0.1:{closed_port()}/", instruction="x"),
-        TaskSpec(id="badcheck", start_url=page, instruction="x", check=SuccessCheck(js="no_such_variable")),
+        TaskSpec(
+            id="badcheck",
+            start_url=page,
+            instruction="x",
+            check=SuccessCheck(js="no_such_variable"),
+        ),
     ]
 
 
@@ -35,15 +51,23 @@ def read(out: Path, table: str, shard: int = 3) -> list[dict]:  # type: ignore[t
 def test_scripted_shard_rows_and_rejects(browser_plugin, pages, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     config = make_config(tmp_path, policy={"type": "scripted"})
     out = tmp_path / "out"
-    ctx = ShardContext(config=config, run_id="run1", host=browser_plugin.host, storage=LocalStorage(out))
+    ctx = ShardContext(
+        config=config, run_id="run1", host=browser_plugin.host, storage=LocalStorage(out)
+    )
     result = browser_plugin.run(run_shard(3, tasks(pages.base_url), ctx))
 
     assert (result.episodes, result.solved) == (2, 1)
-    assert result.reject_reasons["navigation_failed"] == 1 and result.reject_reasons["check_error"] == 1
+    assert (
+        result.reject_reasons["navigation_failed"] == 1
+        and result.reject_reasons["check_error"] == 1
+    )
     assert completed_shards(LocalStorage(out)) == {3}
     marker = json.loads((out / "_markers" / "shard-00003.json").read_text())
     assert {f["table"]: f["rows"] for f in marker["files"]} == {
-        "episodes": 2, "steps": result.steps, "grounding": result.grounding, "rejects": result.rejects
+        "episodes": 2,
+        "steps": result.steps,
+        "grounding": result.grounding,
+        "rejects": result.rejects,
     }
 
     episodes = {e["task_id"]: e for e in read(out, "episodes")}
@@ -51,16 +75,21 @@ def test_scripted_shard_rows_and_rejects(browser_plugin, pages, tmp_path: Path) 
     assert episodes["nocheck"]["success"] is None and episodes["nocheck"]["status"] == "done"
     steps = sorted(read(out, "steps"), key=lambda s: (s["task_id"], s["step_index"]))
     assert [(s["task_id"], s["action_repr"]) for s in steps] == [
-        ("nocheck", "click(80, 120)"), ("nocheck", 'done("")'), ("ok", "click(80, 40)"), ("ok", 'done("")'),
+        ("nocheck", "click(80, 120)"),
+        ("nocheck", 'done("")'),
+        ("ok", "click(80, 40)"),
+        ("ok", 'done("")'),
     ]
     assert all(s["image_width"] == 1280 and s["device_scale_factor"] == 1 for s in steps)
-    assert all(s["run_id"] == "run1" and s["browser_version"].startswith("chromium/") for s in steps)
+    assert all(
+        s["run_id"] == "run1" and s["browser_version"].startswith("chromium/") for s in steps
+    )
 
     grounding = read(out, "grounding")
     assert {g["selector"] for g in grounding} == {"#front", "#email"}
     front = next(g for g in grounding if g["selector"] == "#front")
     assert front["bbox_px"] == [20, 20, 140, 60]
-    assert front["referring_expression"] == 'the "Front" button' 
+    assert front["referring_expression"] == 'the "Front" button'
     rejects = read(out, "rejects")
     occluded = [r for r in rejects if r["reason"] == "occluded"]
     assert len(occluded) == len(steps) and all("#under" in r["detail"] for r in occluded)

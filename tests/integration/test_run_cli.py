@@ -28,7 +28,14 @@ TABLES = ("episodes", "steps", "grounding", "rejects")
 
 def pipeline_file(folder: Path) -> Path:
     (folder / "extra.jsonl").write_text(
-        json.dumps({"id": "dead-link", "start_url": f"http://127.0.0.1:{closed_port()}/", "instruction": "x"}) + "\n"
+        json.dumps(
+            {
+                "id": "dead-link",
+                "start_url": f"http://127.0.0.1:{closed_port()}/",
+                "instruction": "x",
+            }
+        )
+        + "\n"
     )
     spec = {
         "name": "cli-test",
@@ -45,7 +52,11 @@ def pipeline_file(folder: Path) -> Path:
 
 def datagen(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "datagen", *args], capture_output=True, text=True, timeout=timeout, env={**os.environ, "COLUMNS": "200"}
+        [sys.executable, "-m", "datagen", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "COLUMNS": "200"},
     )
 
 
@@ -81,7 +92,10 @@ def test_dataset_is_complete_and_consistent(reference: Path) -> None:
     assert sum(e["n_steps"] for e in episodes) == len(steps)
     for step in steps:
         image = Image.open(io.BytesIO(step["screenshot"]["bytes"]))
-        assert image.format == "JPEG" and image.size == (1536, 960) == (step["image_width"], step["image_height"])
+        assert image.format == "JPEG" and image.size == (1536, 960) == (
+            step["image_width"],
+            step["image_height"],
+        )
         if step["x_px"] is not None:
             assert 0 <= step["x_px"] < 1536 and 0 <= step["y_px"] < 960
     for g in rows(reference, "grounding"):
@@ -94,10 +108,14 @@ def test_dataset_is_complete_and_consistent(reference: Path) -> None:
 
 def test_datasets_loads_images(reference: Path) -> None:
     datasets = pytest.importorskip("datasets")
-    steps = datasets.load_dataset("parquet", data_files=str(reference / "steps" / "*.parquet"), split="train")
+    steps = datasets.load_dataset(
+        "parquet", data_files=str(reference / "steps" / "*.parquet"), split="train"
+    )
     assert isinstance(steps.features["screenshot"], datasets.Image)
     assert steps[0]["screenshot"].size == (1536, 960)
-    episodes = datasets.load_dataset("parquet", data_files=str(reference / "episodes" / "*.parquet"), split="train")
+    episodes = datasets.load_dataset(
+        "parquet", data_files=str(reference / "episodes" / "*.parquet"), split="train"
+    )
     assert episodes[0]["final_screenshot"].size == (1536, 960)
 
 
@@ -112,14 +130,26 @@ def test_rerun_skips_completed_shards(reference: Path, workdir: Path) -> None:
 def test_killed_run_resumes_without_duplicates(reference: Path, workdir: Path) -> None:
     out = workdir / "killed"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "datagen", "run", str(workdir / "pipeline.yaml"), "--output", str(out)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "datagen",
+            "run",
+            str(workdir / "pipeline.yaml"),
+            "--output",
+            str(out),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     total = json.loads((reference / "_manifest.json").read_text())["shards"]["expected"]
     deadline = time.monotonic() + 240
     try:
         while time.monotonic() < deadline and proc.poll() is None:
-            done = len(list((out / "_markers").glob("*.json"))) if (out / "_markers").exists() else 0
+            done = (
+                len(list((out / "_markers").glob("*.json"))) if (out / "_markers").exists() else 0
+            )
             if done:
                 break
             time.sleep(0.1)

@@ -15,7 +15,6 @@ import json
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 
@@ -59,7 +58,7 @@ SOLUTIONS: dict[str, list[dict]] = json.loads(SOLUTIONS_FILE.read_text(encoding=
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 - signature from the stdlib
+    def log_message(self, format, *args):
         pass
 
 
@@ -141,7 +140,7 @@ def probe(browser, site_base_url):
 
 def resolve_start_url(start_url: str, base_url: str) -> str:
     assert start_url.startswith("site://"), start_url
-    return base_url + "/" + start_url[len("site://"):]
+    return base_url + "/" + start_url[len("site://") :]
 
 
 def evaluate_check(page, check: dict) -> dict[str, bool]:
@@ -158,7 +157,7 @@ def evaluate_check(page, check: dict) -> dict[str, bool]:
 
 def run_step(page, step: dict) -> None:
     assert len(step) == 1, f"a step has exactly one action: {step}"
-    (action, arg), = step.items()
+    ((action, arg),) = step.items()
     if action == "click":
         page.locator(arg).click()
     elif action == "fill":
@@ -222,13 +221,19 @@ def test_task_lists_are_well_formed():
             assert set(task) == TASK_KEYS, f"{task.get('id')}: keys {sorted(task)}"
             assert task["id"].startswith(site + "-"), task["id"]
             assert task["start_url"] == f"site://{site}/", task["id"]
-            assert isinstance(task["instruction"], str) and len(task["instruction"]) > 10, task["id"]
+            assert isinstance(task["instruction"], str) and len(task["instruction"]) > 10, task[
+                "id"
+            ]
             check = task["check"]
             assert isinstance(check, dict) and check, f"{task['id']}: empty check"
-            assert set(check) <= CHECK_KEYS, f"{task['id']}: unknown check keys {set(check) - CHECK_KEYS}"
+            assert set(check) <= CHECK_KEYS, (
+                f"{task['id']}: unknown check keys {set(check) - CHECK_KEYS}"
+            )
             assert all(isinstance(v, str) and v for v in check.values()), task["id"]
             steps = task["max_steps"]
-            assert isinstance(steps, int) and not isinstance(steps, bool) and 8 <= steps <= 15, task["id"]
+            assert isinstance(steps, int) and not isinstance(steps, bool) and 8 <= steps <= 15, (
+                task["id"]
+            )
 
 
 @pytest.mark.browser
@@ -250,7 +255,9 @@ def test_site_loads_cleanly(site, probe):
     assert probe.page.title().strip(), f"{site}: page has no title"
     unnamed = probe.page.evaluate(_UNNAMED_CONTROLS_JS)
     assert unnamed == [], f"{site}: interactive elements without an accessible name: {unnamed}"
-    n_controls = probe.page.locator("button:visible, input:visible, select:visible, [role=switch]:visible, [role=tab]:visible").count()
+    n_controls = probe.page.locator(
+        "button:visible, input:visible, select:visible, [role=switch]:visible, [role=tab]:visible"
+    ).count()
     assert n_controls >= 3, f"{site}: only {n_controls} visible controls"
 
 

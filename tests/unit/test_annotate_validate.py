@@ -9,8 +9,15 @@ from datagen.validate import check_grounding, check_step
 
 
 def el(**kw: object) -> Element:
-    base = {"index": 0, "tag": "button", "role": "button", "name": "", "selector": "#b",
-            "box": {"x": 10, "y": 20, "width": 100, "height": 30}, "hit": True}
+    base = {
+        "index": 0,
+        "tag": "button",
+        "role": "button",
+        "name": "",
+        "selector": "#b",
+        "box": {"x": 10, "y": 20, "width": 100, "height": 30},
+        "hit": True,
+    }
     return Element.model_validate({**base, **kw})
 
 
@@ -22,21 +29,42 @@ def jpeg(w: int, h: int) -> bytes:
 
 def obs(elements: list[Element], scale: float = 2.0, shot: bytes | None = None) -> Observation:
     return Observation(
-        url="u", title="t", screenshot=shot if shot is not None else jpeg(int(400 * scale), int(300 * scale)),
-        image_format="jpeg", image_width=int(400 * scale), image_height=int(300 * scale),
-        viewport_width=400, viewport_height=300, device_scale_factor=scale, elements=tuple(elements),
+        url="u",
+        title="t",
+        screenshot=shot if shot is not None else jpeg(int(400 * scale), int(300 * scale)),
+        image_format="jpeg",
+        image_width=int(400 * scale),
+        image_height=int(300 * scale),
+        viewport_width=400,
+        viewport_height=300,
+        device_scale_factor=scale,
+        elements=tuple(elements),
     )
 
 
 def test_referring_expressions() -> None:
     assert referring_expression(el(name="Add to cart")) == 'the "Add to cart" button'
-    assert referring_expression(el(role="searchbox", placeholder="Search products")) == 'the search box with placeholder "Search products"'
-    assert referring_expression(el(role="switch", name="Dark mode", checked=False)) == 'the unchecked "Dark mode" toggle'
+    assert (
+        referring_expression(el(role="searchbox", placeholder="Search products"))
+        == 'the search box with placeholder "Search products"'
+    )
+    assert (
+        referring_expression(el(role="switch", name="Dark mode", checked=False))
+        == 'the unchecked "Dark mode" toggle'
+    )
     assert referring_expression(el(role="generic")) == ""
 
 
 def test_grounding_boxes_in_screenshot_pixels_and_normalised() -> None:
-    (row,) = grounding_rows(obs([el(name="Go")]), run_id="r", schema_version="1", task_id="t", episode_id="e", step_index=0, limit=10)
+    (row,) = grounding_rows(
+        obs([el(name="Go")]),
+        run_id="r",
+        schema_version="1",
+        task_id="t",
+        episode_id="e",
+        step_index=0,
+        limit=10,
+    )
     assert row.bbox_px == (20, 40, 220, 100)
     assert row.bbox_norm == (20 / 800, 40 / 600, 220 / 800, 100 / 600)
     assert row.point_px == (120, 70)
@@ -45,14 +73,28 @@ def test_grounding_boxes_in_screenshot_pixels_and_normalised() -> None:
 
 def test_grounding_rules_give_reasons() -> None:
     def reason(element: Element) -> RejectReason | None:
-        (row,) = grounding_rows(obs([element]), run_id="r", schema_version="1", task_id="t", episode_id="e", step_index=0, limit=1)
+        (row,) = grounding_rows(
+            obs([element]),
+            run_id="r",
+            schema_version="1",
+            task_id="t",
+            episode_id="e",
+            step_index=0,
+            limit=1,
+        )
         problem = check_grounding(row, ValidationConfig(min_box_px=4))
         return problem[0] if problem else None
 
     assert reason(el(name="x", hit=False)) == RejectReason.OCCLUDED
     assert reason(el(name="")) == RejectReason.NO_REFERRING_EXPRESSION
-    assert reason(el(name="x", box={"x": 1, "y": 1, "width": 1, "height": 30})) == RejectReason.BOX_TOO_SMALL
-    assert reason(el(name="x", box={"x": 390, "y": 1, "width": 50, "height": 30})) == RejectReason.BOX_OUTSIDE_IMAGE
+    assert (
+        reason(el(name="x", box={"x": 1, "y": 1, "width": 1, "height": 30}))
+        == RejectReason.BOX_TOO_SMALL
+    )
+    assert (
+        reason(el(name="x", box={"x": 390, "y": 1, "width": 50, "height": 30}))
+        == RejectReason.BOX_OUTSIDE_IMAGE
+    )
 
 
 def test_step_rules() -> None:
@@ -61,4 +103,7 @@ def test_step_rules() -> None:
     assert check_step(good, Click(x=800, y=10))[0] == RejectReason.ACTION_OFF_SCREEN  # type: ignore[index]
     wrong = obs([], shot=jpeg(400, 300))  # a CSS-px screenshot where device px were recorded
     assert check_step(wrong, Click(x=1, y=1))[0] == RejectReason.SCREENSHOT_SIZE_MISMATCH  # type: ignore[index]
-    assert check_step(obs([], shot=b"not an image"), Click(x=1, y=1))[0] == RejectReason.SCREENSHOT_SIZE_MISMATCH  # type: ignore[index]
+    assert (
+        check_step(obs([], shot=b"not an image"), Click(x=1, y=1))[0]
+        == RejectReason.SCREENSHOT_SIZE_MISMATCH
+    )  # type: ignore[index]

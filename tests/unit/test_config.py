@@ -19,7 +19,10 @@ def test_demo_pipeline_loads() -> None:
 
 
 def test_unknown_key_names_path_and_suggests(tmp_path: Path) -> None:
-    path = write(tmp_path, "sources: [{type: sites}]\noutput: {uri: o}\nbrowser:\n  viewport: {width: 800, heigth: 600}\n")
+    path = write(
+        tmp_path,
+        "sources: [{type: sites}]\noutput: {uri: o}\nbrowser:\n  viewport: {width: 800, heigth: 600}\n",
+    )
     with pytest.raises(ConfigError) as info:
         load_pipeline(path)
     text = str(info.value)
@@ -38,7 +41,10 @@ def test_union_member_keys_are_suggested_without_the_tag(tmp_path: Path) -> None
 
 
 def test_wrong_type_and_unknown_policy(tmp_path: Path) -> None:
-    path = write(tmp_path, "sources: [{type: sites}]\noutput: {uri: o}\nrun: {max_steps: many}\npolicy: {type: magic}\n")
+    path = write(
+        tmp_path,
+        "sources: [{type: sites}]\noutput: {uri: o}\nrun: {max_steps: many}\npolicy: {type: magic}\n",
+    )
     with pytest.raises(ConfigError) as info:
         load_pipeline(path)
     text = str(info.value)

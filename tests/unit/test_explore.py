@@ -2,23 +2,38 @@ import asyncio
 
 from datagen.config import ExplorePolicy
 from datagen.policy import make_policy
-from datagen.records import Box, Click, Element, Key, Observation, TaskSpec, TypeText
+from datagen.records import Click, Element, Key, Observation, TaskSpec, TypeText
 
 TASK = TaskSpec(id="t", start_url="http://127.0.0.1/", instruction="x")
 
 
 def element(index: int, role: str = "button", hit: bool = True, **kw: object) -> Element:
     return Element.model_validate(
-        {"index": index, "tag": "button", "role": role, "name": f"e{index}", "selector": f"#e{index}",
-         "box": {"x": 10 * index, "y": 20, "width": 8, "height": 6}, "hit": hit, **kw}
+        {
+            "index": index,
+            "tag": "button",
+            "role": role,
+            "name": f"e{index}",
+            "selector": f"#e{index}",
+            "box": {"x": 10 * index, "y": 20, "width": 8, "height": 6},
+            "hit": hit,
+            **kw,
+        }
     )
 
 
 def observation(elements: list[Element], scale: float = 1.0) -> Observation:
     return Observation(
-        url="http://127.0.0.1/page", title="t", screenshot=b"", image_format="jpeg",
-        image_width=int(800 * scale), image_height=int(600 * scale), viewport_width=800,
-        viewport_height=600, device_scale_factor=scale, elements=tuple(elements),
+        url="http://127.0.0.1/page",
+        title="t",
+        screenshot=b"",
+        image_format="jpeg",
+        image_width=int(800 * scale),
+        image_height=int(600 * scale),
+        viewport_width=800,
+        viewport_height=600,
+        device_scale_factor=scale,
+        elements=tuple(elements),
     )
 
 

@@ -39,7 +39,15 @@ def test_datasets_reads_the_features_from_the_schema() -> None:
 
 
 def test_parquet_round_trip(tmp_path: Path) -> None:
-    row = RejectRow(run_id="r", schema_version="1", task_id="t", episode_id="e", stage="task", reason="navigation_failed", detail="d")
+    row = RejectRow(
+        run_id="r",
+        schema_version="1",
+        task_id="t",
+        episode_id="e",
+        stage="task",
+        reason="navigation_failed",
+        detail="d",
+    )
     data, rows = parquet_bytes("rejects", [row, row])
     (tmp_path / "p.parquet").write_bytes(data)
     table = pq.read_table(tmp_path / "p.parquet")
@@ -62,10 +70,15 @@ def test_validate_bad_file_exits_2_naming_the_key(tmp_path: Path) -> None:
     bad.write_text("sources: [{type: sites}]\noutput: {uri: o}\ncluster: {workerz: 2}\n")
     result = runner.invoke(app, ["validate", str(bad)])
     assert result.exit_code == 2
-    assert "cluster.workerz: unknown key" in result.output and "did you mean 'workers'" in result.output
+    assert (
+        "cluster.workerz: unknown key" in result.output
+        and "did you mean 'workers'" in result.output
+    )
 
 
 def test_dry_run_launches_nothing(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["run", str(REPO / "pipelines" / "demo.yaml"), "--dry-run", "-o", str(tmp_path / "o")])
+    result = runner.invoke(
+        app, ["run", str(REPO / "pipelines" / "demo.yaml"), "--dry-run", "-o", str(tmp_path / "o")]
+    )
     assert result.exit_code == 0, result.output
     assert "dry run" in result.output and not (tmp_path / "o").exists()

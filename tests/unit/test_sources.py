@@ -13,9 +13,24 @@ from tests.conftest import make_config
 def test_native_reader(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     path.write_text(
-        json.dumps({"id": "a", "start_url": "http://127.0.0.1/", "instruction": "x", "check": {"js": "1"}, "max_steps": 3})
+        json.dumps(
+            {
+                "id": "a",
+                "start_url": "http://127.0.0.1/",
+                "instruction": "x",
+                "check": {"js": "1"},
+                "max_steps": 3,
+            }
+        )
         + "\n\n"
-        + json.dumps({"id": "b", "start_url": "site://todo/", "instruction": "y", "actions": [{"type": "click", "x": 1, "y": 2}]})
+        + json.dumps(
+            {
+                "id": "b",
+                "start_url": "site://todo/",
+                "instruction": "y",
+                "actions": [{"type": "click", "x": 1, "y": 2}],
+            }
+        )
         + "\n"
     )
     a, b = read_native(path)
@@ -37,20 +52,33 @@ def test_native_reader_errors_name_file_and_line(tmp_path: Path) -> None:
 
 def test_webvoyager_reader(tmp_path: Path) -> None:
     path = tmp_path / "wv.jsonl"
-    rows = [{"web_name": "Allrecipes", "id": f"Allrecipes--{i}", "ques": "Find a recipe", "web": "https://www.allrecipes.com/"} for i in range(3)]
+    rows = [
+        {
+            "web_name": "Allrecipes",
+            "id": f"Allrecipes--{i}",
+            "ques": "Find a recipe",
+            "web": "https://www.allrecipes.com/",
+        }
+        for i in range(3)
+    ]
     path.write_text("\n".join(json.dumps(r) for r in rows))  # like the original: no final newline
     tasks = read_webvoyager(path, limit=2)
     assert [t.id for t in tasks] == ["Allrecipes--0", "Allrecipes--1"]
-    assert tasks[0].site == "Allrecipes" and tasks[0].check is None and tasks[0].source == "webvoyager"
+    assert (
+        tasks[0].site == "Allrecipes" and tasks[0].check is None and tasks[0].source == "webvoyager"
+    )
 
 
 def test_url_list_reader(tmp_path: Path) -> None:
     path = tmp_path / "urls.txt"
     path.write_text("# comment\nhttp://127.0.0.1:1/a\n\nhttp://127.0.0.1:1/b  # trailing\n")
     tasks = read_urls(path, "Explore.")
-    assert [(t.id, t.start_url) for t in tasks] == [("url-2", "http://127.0.0.1:1/a"), ("url-4", "http://127.0.0.1:1/b")]
+    assert [(t.id, t.start_url) for t in tasks] == [
+        ("url-2", "http://127.0.0.1:1/a"),
+        ("url-4", "http://127.0.0.1:1/b"),
+    ]
     path.write_text("not a url\n")
-    with pytest.raises(SourceError, match="urls.txt:1"):
+    with pytest.raises(SourceError, match=r"urls\.txt:1"):
         read_urls(path, "x")
 
 
@@ -67,9 +95,10 @@ def test_bundled_sites() -> None:
 def test_sharding_is_stable_and_complete() -> None:
     assert shard_of("todo-add-item", 8) == shard_of("todo-add-item", 8)
     # a fixed value: the hash must not depend on the process (PYTHONHASHSEED) or machine
-    assert shard_of("todo-add-item", 1000) == int.from_bytes(
-        __import__("hashlib").sha256(b"todo-add-item").digest()[:8], "big"
-    ) % 1000
+    assert (
+        shard_of("todo-add-item", 1000)
+        == int.from_bytes(__import__("hashlib").sha256(b"todo-add-item").digest()[:8], "big") % 1000
+    )
     tasks = read_sites(BUNDLED_SITES)
     shards = shard_tasks(tasks, 4)
     assert len(shards) == -(-len(tasks) // 4)
@@ -78,9 +107,15 @@ def test_sharding_is_stable_and_complete() -> None:
 
 def test_plan_duplicate_ids_and_empty_lists(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
-    path.write_text(json.dumps({"id": "todo-add-item", "start_url": "u", "instruction": "x"}) + "\n")
-    config = make_config(tmp_path, sources=[{"type": "sites"}, {"type": "jsonl", "path": "t.jsonl"}])
-    with pytest.raises(ConfigError, match=r"duplicate task id 'todo-add-item' \(sources\[0\] and sources\[1\]\)"):
+    path.write_text(
+        json.dumps({"id": "todo-add-item", "start_url": "u", "instruction": "x"}) + "\n"
+    )
+    config = make_config(
+        tmp_path, sources=[{"type": "sites"}, {"type": "jsonl", "path": "t.jsonl"}]
+    )
+    with pytest.raises(
+        ConfigError, match=r"duplicate task id 'todo-add-item' \(sources\[0\] and sources\[1\]\)"
+    ):
         make_plan(config)
     path.write_text("")
     with pytest.raises(ConfigError, match="hold no tasks"):
