@@ -129,6 +129,7 @@ async def run_episode(task: TaskSpec, repeat: int, ctx: ShardContext) -> Episode
         "schema_version": SCHEMA_VERSION,
         "task_id": task.id,
         "episode_id": episode_id,
+        "browser_version": ctx.host.version,
     }
     out = EpisodeOutcome(ids=ids)
     seed = int(_digest(ctx.config.run.seed, task.id, repeat)[:8], 16)
@@ -146,7 +147,8 @@ async def run_episode(task: TaskSpec, repeat: int, ctx: ShardContext) -> Episode
         log.warning("episode failed", extra={"task_id": task.id}, exc_info=True)
         out.reject("task", RejectReason.BROWSER_ERROR, f"{type(exc).__name__}: {exc}")
     if out.rejects and out.rejects[-1].stage in ("task", "episode"):
-        out.steps, out.grounding, out.episode = [], [], None  # a failed episode leaves no rows
+        # A failed episode leaves one row: the reason. Its steps and annotations are dropped.
+        out.steps, out.grounding, out.episode, out.rejects = [], [], None, out.rejects[-1:]
     return out
 
 
@@ -161,7 +163,6 @@ async def _walk(
 ) -> None:
     cfg = ctx.config
     provenance = {
-        "browser_version": ctx.host.version,
         "playwright_version": ctx.host.playwright_version,
         "datagen_version": __version__,
         "policy": policy.name,

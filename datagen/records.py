@@ -209,12 +209,12 @@ class RowBase(Frozen):
     schema_version: str
     task_id: str
     episode_id: str
+    browser_version: str
 
 
 class Provenance(Frozen):
     """Environment versions, repeated on rows so that any row can be replayed on its own."""
 
-    browser_version: str
     playwright_version: str
     datagen_version: str
     policy: str
@@ -287,6 +287,7 @@ class GroundingRow(RowBase):
     selector: str
     bbox_px: BoxPx
     bbox_norm: BoxPx
+    bbox_css: BoxPx = Field(description="the box in CSS px (bbox_px / device_scale_factor)")
     point_px: tuple[float, float]
     image_width: int
     image_height: int

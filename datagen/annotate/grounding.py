@@ -51,6 +51,7 @@ def grounding_rows(
     schema_version: str,
     task_id: str,
     episode_id: str,
+    browser_version: str,
     step_index: int,
     limit: int,
 ) -> list[GroundingRow]:
@@ -67,6 +68,7 @@ def grounding_rows(
                 schema_version=schema_version,
                 task_id=task_id,
                 episode_id=episode_id,
+                browser_version=browser_version,
                 step_index=step_index,
                 element_index=element.index,
                 referring_expression=referring_expression(element),
@@ -81,6 +83,7 @@ def grounding_rows(
                     round(box_px[2], 2),
                     round(box_px[3], 2),
                 ),
+                bbox_css=(b.x, b.y, b.x + b.width, b.y + b.height),
                 bbox_norm=(
                     box_px[0] / width,
                     box_px[1] / height,

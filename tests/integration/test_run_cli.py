@@ -80,30 +80,49 @@ def reference(workdir: Path) -> Path:
     return out
 
 
-def test_dataset_is_complete_and_consistent(reference: Path) -> None:
-    manifest = json.loads((reference / "_manifest.json").read_text())
+def check_dataset(out: Path, width: int, height: int) -> dict[str, list[dict]]:  # type: ignore[type-arg]
+    """What every run's output must satisfy; returns the tables' rows."""
+    manifest = json.loads((out / "_manifest.json").read_text())
     assert manifest["complete"] and not manifest["shards"]["missing"]
-    episodes, steps = rows(reference, "episodes"), rows(reference, "steps")
-    assert len(episodes) == 11  # 11 bundled-site tasks; the dead link became a reject
-    assert manifest["tables"]["episodes"]["rows"] == 11
-    rejects = rows(reference, "rejects")
-    assert [r["task_id"] for r in rejects if r["reason"] == "navigation_failed"] == ["dead-link"]
-    assert any(e["success"] for e in episodes)
-    assert sum(e["n_steps"] for e in episodes) == len(steps)
-    for step in steps:
+    tables = {t: rows(out, t) for t in TABLES}
+    for table, table_rows in tables.items():
+        assert manifest["tables"][table]["rows"] == len(table_rows)
+        assert len({r["run_id"] for r in table_rows} | {manifest["run_id"]}) == 1
+        assert all(r["browser_version"].startswith("chromium/") for r in table_rows)
+    assert sum(e["n_steps"] for e in tables["episodes"]) == len(tables["steps"])
+    for step in tables["steps"]:
         image = Image.open(io.BytesIO(step["screenshot"]["bytes"]))
-        assert image.format == "JPEG" and image.size == (1536, 960) == (
-            step["image_width"],
-            step["image_height"],
-        )
+        image.load()  # decodes the whole image, not just its header
+        assert image.size == (width, height) == (step["image_width"], step["image_height"])
         if step["x_px"] is not None:
-            assert 0 <= step["x_px"] < 1536 and 0 <= step["y_px"] < 960
-    for g in rows(reference, "grounding"):
+            assert 0 <= step["x_px"] < width and 0 <= step["y_px"] < height
+    for g in tables["grounding"]:
         x1, y1, x2, y2 = g["bbox_px"]
-        assert 0 <= x1 < x2 <= 1536 and 0 <= y1 < y2 <= 960 and g["referring_expression"]
-    assert len({e["run_id"] for e in episodes}) == 1
-    card = (reference / "README.md").read_text()
-    assert "config_name: steps" in card
+        assert 0 <= x1 < x2 <= width and 0 <= y1 < y2 <= height and g["referring_expression"]
+    assert "config_name: steps" in (out / "README.md").read_text()
+    return tables
+
+
+def test_dataset_is_complete_and_consistent(reference: Path) -> None:
+    tables = check_dataset(reference, 1536, 960)
+    assert len(tables["episodes"]) == 11  # 11 bundled-site tasks; the dead link became a reject
+    assert [r["task_id"] for r in tables["rejects"] if r["reason"] == "navigation_failed"] == [
+        "dead-link"
+    ]
+    assert any(e["success"] for e in tables["episodes"])
+
+
+def test_demo_pipeline_meets_the_promise(tmp_path: Path) -> None:
+    """The README's main job: >= 5 sites, >= 25 episodes, >= 200 steps, some solved."""
+    pipeline = Path(__file__).parents[2] / "pipelines" / "demo.yaml"
+    result = datagen("run", str(pipeline), "--output", str(tmp_path / "demo"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    tables = check_dataset(tmp_path / "demo", 1280, 800)
+    episodes = tables["episodes"]
+    assert len({e["site"] for e in episodes}) >= 5
+    assert len(episodes) >= 25 and len(tables["steps"]) >= 200
+    assert sum(bool(e["success"]) for e in episodes) >= 5
+    assert len(tables["grounding"]) >= len(tables["steps"])
 
 
 def test_datasets_loads_images(reference: Path) -> None:

@@ -62,12 +62,14 @@ def test_grounding_boxes_in_screenshot_pixels_and_normalised() -> None:
         schema_version="1",
         task_id="t",
         episode_id="e",
+        browser_version="chromium/1",
         step_index=0,
         limit=10,
     )
     assert row.bbox_px == (20, 40, 220, 100)
     assert row.bbox_norm == (20 / 800, 40 / 600, 220 / 800, 100 / 600)
     assert row.point_px == (120, 70)
+    assert row.bbox_css == (10, 20, 110, 50)
     assert check_grounding(row, ValidationConfig()) is None
 
 
@@ -79,6 +81,7 @@ def test_grounding_rules_give_reasons() -> None:
             schema_version="1",
             task_id="t",
             episode_id="e",
+            browser_version="chromium/1",
             step_index=0,
             limit=1,
         )

@@ -44,6 +44,7 @@ def test_parquet_round_trip(tmp_path: Path) -> None:
         schema_version="1",
         task_id="t",
         episode_id="e",
+        browser_version="chromium/1",
         stage="task",
         reason="navigation_failed",
         detail="d",
@@ -82,3 +83,15 @@ def test_dry_run_launches_nothing(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert "dry run" in result.output and not (tmp_path / "o").exists()
+
+
+def test_output_holding_another_run_is_refused(tmp_path: Path) -> None:
+    from datagen.errors import OutputError
+    from datagen.sink.storage import LocalStorage
+    from datagen.sink.writer import claim_output
+
+    storage = LocalStorage(tmp_path)
+    assert claim_output(storage, "run-a", {"name": "a"}) is False
+    assert claim_output(storage, "run-a", {"name": "a"}) is True  # the same run: resume
+    with pytest.raises(OutputError, match="holds run run-a"):
+        claim_output(storage, "run-b", {"name": "b"})
