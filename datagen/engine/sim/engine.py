@@ -1,0 +1,236 @@
+"""The stand-in's engine: vLLM-style continuous batching on a virtual GPU (spec §3.7, §6.2).
+
+One asyncio task runs engine steps. Each step: running requests get their next prefill chunk
+or one decode token within `max_num_batched_tokens`; if the memory pool overflows the newest
+running request is preempted (back to the front of the queue, recomputed later); otherwise
+waiting requests are admitted FCFS while fewer than `max_num_seqs` run. The waiting queue is
+unbounded, as in vLLM: overload shows as queue depth and latency, never as a 429.
+The step then takes `t_fixed + a·decoding + b·prefill_tokens + c·tiles` (÷ speed_factor).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from datagen.engine.sim.config import SimConfig
+from datagen.engine.sim.metrics import SimMetrics
+from datagen.engine.tokens import BYTES_PER_TOKEN
+
+
+@dataclass(eq=False)
+class SimRequest:
+    """One chat completion inside the engine."""
+
+    id: str
+    prompt_tokens: int
+    tiles: int
+    max_tokens: int
+    answer: str
+    arrival: float = field(default_factory=time.monotonic)
+    stream: asyncio.Queue[str | None] | None = None
+    done: asyncio.Future[str] | None = None
+    prefilled: int = 0
+    output_tokens: int = 0
+    scheduled_at: float | None = None
+    first_token_at: float | None = None
+    last_token_at: float | None = None
+    finish_reason: str = ""
+    text: str = ""
+
+    @property
+    def target_tokens(self) -> int:
+        needed = max(1, -(-len(self.answer.encode()) // BYTES_PER_TOKEN))
+        return min(needed, self.max_tokens)
+
+    def reset(self) -> None:
+        """Preempted: everything is recomputed from scratch later."""
+        self.prefilled = 0
+
+
+@dataclass
+class StepWork:
+    decode: int = 0
+    prefill: int = 0
+    tiles: int = 0
+    emit: list[SimRequest] = field(default_factory=list)
+
+
+class SimEngine:
+    """Continuous batching with an unbounded FCFS waiting queue."""
+
+    def __init__(self, config: SimConfig, metrics: SimMetrics) -> None:
+        self.config = config
+        self.metrics = metrics
+        self.waiting: deque[SimRequest] = deque()
+        self.running: list[SimRequest] = []
+        self._wake = asyncio.Event()
+        self.steps = 0
+        self.peak_running = 0
+        self.peak_in_flight = 0
+        self.completed = 0
+        self.completion_tokens = 0
+        self.prompt_token_sum = 0
+        self.busy_seconds = 0.0
+
+    # ------------------------------------------------------------------ requests
+
+    def submit(self, request: SimRequest) -> None:
+        self.waiting.append(request)
+        self.peak_in_flight = max(self.peak_in_flight, len(self.waiting) + len(self.running))
+        self._wake.set()
+
+    def submit_wake(self) -> None:
+        """Settings changed: let the loop re-evaluate (e.g. a larger max_num_seqs)."""
+        self._wake.set()
+
+    def abort(self, request: SimRequest) -> None:
+        """The client went away: vLLM aborts the request (finished_reason=abort)."""
+        if request in self.running:
+            self.running.remove(request)
+        elif request in self.waiting:
+            self.waiting.remove(request)
+        else:
+            return
+        self._finish(request, "abort", time.monotonic())
+
+    def fail_all(self) -> None:
+        """Engine death: every request in flight ends with an error."""
+        now = time.monotonic()
+        for request in [*self.running, *self.waiting]:
+            self._finish(request, "error", now)
+        self.running.clear()
+        self.waiting.clear()
+
+    # ------------------------------------------------------------------ the loop
+
+    async def run(self) -> None:
+        while True:
+            if not self.running and not self.waiting:
+                self._publish()
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            await self.step()
+
+    async def step(self) -> None:
+        cfg = self.config
+        work = self._schedule()
+        seconds = (
+            cfg.t_fixed_ms
+            + cfg.per_seq_ms * work.decode
+            + cfg.per_prefill_token_ms * work.prefill
+            + cfg.per_tile_ms * work.tiles
+        ) / 1000
+        seconds /= cfg.speed_factor
+        started = time.monotonic()
+        await asyncio.sleep(seconds)
+        self.busy_seconds += time.monotonic() - started
+        self.steps += 1
+        self.labelled(self.metrics.iteration).observe(work.decode + work.prefill)
+        now = time.monotonic()
+        for request in work.emit:
+            self._emit(request, now)
+        self._publish()
+
+    def _schedule(self) -> StepWork:
+        cfg = self.config
+        work = StepWork()
+        budget = cfg.max_num_batched_tokens
+        for request in self.running:
+            budget = self._advance(request, budget, work)
+        preempted = False
+        while self.running and self._memory_bytes() > cfg.pool_gib * 2**30:
+            victim = self.running.pop()
+            victim.reset()
+            self.waiting.appendleft(victim)
+            work.emit = [r for r in work.emit if r is not victim]
+            self.labelled(self.metrics.preemptions).inc()
+            preempted = True
+        while (
+            not preempted and self.waiting and len(self.running) < cfg.max_num_seqs and budget > 0
+        ):
+            request = self.waiting.popleft()
+            if request.scheduled_at is None:
+                request.scheduled_at = time.monotonic()
+                self.labelled(self.metrics.queue).observe(request.scheduled_at - request.arrival)
+            self.running.append(request)
+            budget = self._advance(request, budget, work)
+        self.peak_running = max(self.peak_running, len(self.running))
+        return work
+
+    def _advance(self, request: SimRequest, budget: int, work: StepWork) -> int:
+        """Give a running request its share of this step: a prefill chunk or one decode token."""
+        remaining = request.prompt_tokens - request.prefilled
+        if remaining > 0:
+            chunk = min(remaining, budget)
+            if chunk <= 0:
+                return budget
+            request.prefilled += chunk
+            work.prefill += chunk
+            if request.prefilled == request.prompt_tokens:
+                work.tiles += request.tiles
+                work.emit.append(request)  # first token at the end of the step that ends prefill
+            return budget - chunk
+        if budget <= 0:
+            return budget
+        work.decode += 1
+        work.emit.append(request)
+        return budget - 1
+
+    def _memory_bytes(self) -> float:
+        cfg = self.config
+        tokens = sum(r.prefilled + r.output_tokens for r in self.running)
+        return len(self.running) * cfg.state_bytes_per_seq + tokens * cfg.kv_bytes_per_token
+
+    # ------------------------------------------------------------------ tokens out
+
+    def _emit(self, request: SimRequest, now: float) -> None:
+        """One output token: the next 4 bytes of the answer (the rest of it, when last)."""
+        request.output_tokens += 1
+        encoded = request.answer.encode()
+        last = request.output_tokens >= request.target_tokens
+        text = encoded[: request.output_tokens * BYTES_PER_TOKEN].decode("utf-8", errors="ignore")
+        piece, request.text = text[len(request.text) :], text
+        if request.first_token_at is None:
+            request.first_token_at = now
+            self.labelled(self.metrics.ttft).observe(now - request.arrival)
+        elif request.last_token_at is not None:
+            self.labelled(self.metrics.itl).observe(now - request.last_token_at)
+        request.last_token_at = now
+        self.labelled(self.metrics.generation_tokens).inc()
+        if request.stream is not None and piece:
+            request.stream.put_nowait(piece)
+        if last:
+            self.running.remove(request)
+            reason = "length" if len(text.encode()) < len(encoded) else "stop"
+            self._finish(request, reason, now)
+
+    def _finish(self, request: SimRequest, reason: str, now: float) -> None:
+        request.finish_reason = reason
+        self.metrics.success.labels(finished_reason=reason, **self.metrics.values).inc()
+        if reason in ("stop", "length"):
+            self.completed += 1
+            self.completion_tokens += request.output_tokens
+            self.prompt_token_sum += request.prompt_tokens
+            self.labelled(self.metrics.prompt_tokens).inc(request.prompt_tokens)
+            self.labelled(self.metrics.e2e).observe(now - request.arrival)
+            self.labelled(self.metrics.req_prompt).observe(request.prompt_tokens)
+            self.labelled(self.metrics.req_generation).observe(request.output_tokens)
+        if request.stream is not None:
+            request.stream.put_nowait(None)
+        if request.done is not None and not request.done.done():
+            request.done.set_result(reason)
+
+    def _publish(self) -> None:
+        self.labelled(self.metrics.running).set(len(self.running))
+        self.labelled(self.metrics.waiting).set(len(self.waiting))
+        self.labelled(self.metrics.kv_usage).set(
+            min(1.0, self._memory_bytes() / (self.config.pool_gib * 2**30))
+        )
+
+    def labelled(self, metric: Any) -> Any:
+        return self.metrics.labelled(metric)

@@ -1,0 +1,166 @@
+"""Request checks of the stand-in, in vLLM 0.14.1's order and words (spec §3.3, §3.5).
+
+Each check returns an `ApiError` (status, type, message) or the measured prompt."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from PIL import Image
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from datagen.engine.sim.config import SimConfig
+from datagen.engine.tokens import image_tiles, image_tokens, text_tokens
+
+KNOWN_FIELDS = {
+    "model", "messages", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty",
+    "frequency_penalty", "seed", "n", "stop", "max_tokens", "max_completion_tokens", "min_tokens", "ignore_eos",
+    "logprobs", "top_logprobs", "structured_outputs", "response_format", "chat_template_kwargs",
+    "mm_processor_kwargs", "priority", "request_id", "cache_salt", "return_token_ids", "add_generation_prompt",
+    "continue_final_message", "skip_special_tokens", "include_stop_str_in_output", "stream", "stream_options",
+    "user", "tools", "tool_choice",
+}  # fmt: skip
+
+
+@dataclass
+class ApiError(Exception):
+    status: int
+    type: str
+    message: str
+
+    def body(self) -> dict[str, Any]:
+        return {
+            "error": {
+                "message": self.message,
+                "type": self.type,
+                "param": None,
+                "code": self.status,
+            }
+        }
+
+
+@dataclass
+class Prompt:
+    tokens: int
+    tiles: int
+    images: int
+    max_tokens: int
+    schema: dict[str, Any] | None
+    ignored: list[str]
+
+
+class ChatBody(BaseModel):
+    """The typed part of a chat request; unknown fields are allowed (and ignored), as in vLLM."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str | None = None
+    messages: list[dict[str, Any]]
+    temperature: float | None = None
+    max_tokens: int | None = None
+    max_completion_tokens: int | None = None
+    seed: int | None = None
+    stream: bool = False
+    stream_options: dict[str, Any] | None = None
+    structured_outputs: dict[str, Any] | None = None
+    response_format: dict[str, Any] | None = None
+    mm_processor_kwargs: dict[str, Any] | None = None
+
+
+def parse_body(raw: bytes) -> ChatBody:
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ApiError(400, "Bad Request", f"JSON decode error: {exc}") from None
+    try:
+        body = ChatBody.model_validate(data)
+    except ValidationError as exc:
+        raise ApiError(400, "Bad Request", str(exc.errors(include_url=False))) from None
+    if body.stream_options is not None and not body.stream:
+        raise ApiError(400, "Bad Request", "Stream options can only be defined when `stream=True`.")
+    return body
+
+
+def _image_size(url: str) -> tuple[int, int]:
+    if not url.startswith("data:"):
+        raise ApiError(400, "BadRequestError", "Only base64 data URLs are supported for now. None")
+    header, _, payload = url.partition(",")
+    if not header.endswith(";base64"):
+        raise ApiError(400, "BadRequestError", "Only base64 data URLs are supported for now. None")
+    try:
+        data = base64.b64decode(payload, validate=True)
+        with Image.open(io.BytesIO(data)) as image:
+            return image.size
+    except (binascii.Error, ValueError, OSError) as exc:
+        raise ApiError(400, "BadRequestError", f"Failed to load image: {exc} None") from None
+
+
+def measure(body: ChatBody, config: SimConfig) -> Prompt:
+    """Count prompt tokens (text + images) and apply vLLM's limits."""
+    text, images, tiles, image_tok = 0, 0, 0, 0
+    max_tiles = int((body.mm_processor_kwargs or {}).get("max_num_tiles", config.max_num_tiles))
+    for message in body.messages:
+        content = message.get("content")
+        parts = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        for part in parts:
+            if part.get("type") == "text":
+                text += text_tokens(str(part.get("text", "")))
+            elif part.get("type") == "image_url":
+                images += 1
+                if images > config.limit_images:
+                    raise ApiError(
+                        400,
+                        "BadRequestError",
+                        f"At most {config.limit_images} image(s) may be provided in one prompt. Set --limit-mm-per-prompt to increase this limit. None",
+                    )
+                width, height = _image_size(str((part.get("image_url") or {}).get("url", "")))
+                tiles += image_tiles(width, height, max_tiles)
+                image_tok += image_tokens(width, height, max_tiles)
+        text += 4  # role and template tokens
+    limit = config.max_model_len
+    wanted = body.max_completion_tokens or body.max_tokens
+    if text >= limit:
+        raise ApiError(
+            400,
+            "BadRequestError",
+            f"This model's maximum context length is {limit} tokens. However, your request has {text} input tokens. Please reduce the length of the input messages. None",
+        )
+    if wanted is not None and text + wanted > limit:
+        raise ApiError(
+            400,
+            "BadRequestError",
+            f"'max_tokens' or 'max_completion_tokens' is too large: {wanted}. This model's maximum context length is {limit} tokens and your request has {text} input tokens ({wanted} > {limit} - {text}). None",
+        )
+    total = text + image_tok
+    if total > limit:
+        raise ApiError(
+            400,
+            "BadRequestError",
+            f"The decoder prompt (length {total}) is longer than the maximum model length of {limit}. Make sure that `max_model_len` is no smaller than the number of text tokens plus multimodal tokens. For image inputs, the number of image tokens depends on the number of images, and possibly their aspect ratios as well.",
+        )
+    return Prompt(
+        tokens=total,
+        tiles=tiles,
+        images=images,
+        max_tokens=wanted if wanted is not None else limit - total,
+        schema=_schema(body),
+        ignored=sorted(set(body.model_extra or {}) - KNOWN_FIELDS),
+    )
+
+
+def _schema(body: ChatBody) -> dict[str, Any] | None:
+    """The enforced JSON Schema: `structured_outputs.json` or `response_format` (not guided_json)."""
+    if body.structured_outputs and "json" in body.structured_outputs:
+        schema = body.structured_outputs["json"]
+        return json.loads(schema) if isinstance(schema, str) else dict(schema)
+    fmt = body.response_format or {}
+    if fmt.get("type") == "json_schema":
+        return dict((fmt.get("json_schema") or {}).get("schema") or {})
+    if fmt.get("type") == "json_object":
+        return {"type": "object", "properties": {}}
+    return None

@@ -1,0 +1,422 @@
+"""The stand-in's HTTP server (aiohttp): vLLM's routes on top of `SimEngine`.
+
+POST /v1/chat/completions   GET /v1/models /health /metrics /version
+GET /sim/stats              POST /sim/config   (stand-in only: stats and live reconfiguration)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import random
+import threading
+import time
+import uuid
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from datagen.engine.sim.answers import answer_text
+from datagen.engine.sim.config import STANDIN_OWNER, SimConfig
+from datagen.engine.sim.engine import SimEngine, SimRequest
+from datagen.engine.sim.metrics import SimMetrics
+from datagen.engine.sim.protocol import ApiError, measure, parse_body
+
+log = logging.getLogger(__name__)
+ENGINE_KEY = web.AppKey("engine", SimEngine)
+STATE_KEY = web.AppKey("state", dict)
+
+
+def make_app(config: SimConfig) -> web.Application:
+    """An aiohttp application serving the stand-in; its engine loop starts with the app."""
+    app = web.Application(client_max_size=256 * 1024**2, middlewares=[_auth])
+    app[STATE_KEY] = {
+        "config": config,
+        "fault_rng": random.Random(config.seed),
+        "started": time.time(),
+    }
+    app.router.add_post("/v1/chat/completions", _chat)
+    app.router.add_get("/v1/models", _models)
+    app.router.add_get("/health", _health)
+    app.router.add_get("/metrics", _metrics)
+    app.router.add_get(
+        "/version", lambda r: web.json_response({"version": "0.14.1", "standin": STANDIN_OWNER})
+    )
+    app.router.add_get("/sim/stats", _stats)
+    app.router.add_post("/sim/config", _reconfigure)
+    app.cleanup_ctx.append(_engine_ctx)
+    return app
+
+
+async def _engine_ctx(app: web.Application) -> Any:
+    config: SimConfig = app[STATE_KEY]["config"]
+    engine = SimEngine(config, SimMetrics(config.served_model_name, config.max_model_len))
+    app[ENGINE_KEY] = engine
+    task = asyncio.create_task(engine.run())
+    yield
+    task.cancel()
+
+
+@web.middleware
+async def _auth(request: web.Request, handler: Any) -> web.StreamResponse:
+    key = request.app[STATE_KEY]["config"].api_key
+    if (
+        key
+        and request.path.startswith("/v1/")
+        and request.headers.get("Authorization") != f"Bearer {key}"
+    ):
+        return web.json_response({"error": "Unauthorized"}, status=401)
+    return await handler(request)
+
+
+def _error(exc: ApiError) -> web.Response:
+    return web.json_response(exc.body(), status=exc.status)
+
+
+async def _chat(request: web.Request) -> web.StreamResponse:
+    config: SimConfig = request.app[STATE_KEY]["config"]
+    engine = request.app[ENGINE_KEY]
+    try:
+        body = parse_body(await request.read())
+        if body.model is not None and body.model != config.served_model_name:
+            raise ApiError(404, "NotFoundError", f"The model `{body.model}` does not exist.")
+        prompt = measure(body, config)
+        if config.dead:
+            raise ApiError(500, "InternalServerError", "Internal server error")
+    except ApiError as exc:
+        return _error(exc)
+    if prompt.ignored:
+        log.warning(
+            "The following fields were present in the request but ignored: %s", set(prompt.ignored)
+        )
+    fault = _fault(request.app[STATE_KEY]["fault_rng"], config)
+    if fault == "drop":
+        if request.transport is not None:
+            request.transport.abort()  # the client sees the connection reset, no response
+        return web.Response(status=500)
+    if fault == "error":
+        return _error(ApiError(500, "InternalServerError", "Internal server error"))
+    if fault == "slow":
+        await asyncio.sleep(config.slow_seconds)
+    request_id = request.headers.get("X-Request-Id") or uuid.uuid4().hex
+    digest = hashlib.sha256(
+        f"{config.seed}:{body.seed}:{request_id if body.seed is None else ''}".encode()
+    ).digest()
+    rng = random.Random(int.from_bytes(digest[:8], "big"))
+    malformed = rng.random() < config.malformed_rate
+    answer = answer_text(
+        prompt.schema,
+        rng,
+        click_bias=config.click_bias,
+        fixed_point=config.fixed_point,
+        text_reply=config.text_reply,
+        malformed=malformed,
+    )
+    sim = SimRequest(
+        id=f"chatcmpl-{request_id}",
+        prompt_tokens=prompt.tokens,
+        tiles=prompt.tiles,
+        max_tokens=max(1, prompt.max_tokens),
+        answer=answer,
+    )
+    if body.stream:
+        return await _stream(
+            request, engine, sim, config, bool((body.stream_options or {}).get("include_usage"))
+        )
+    sim.done = asyncio.get_running_loop().create_future()
+    engine.submit(sim)
+    try:
+        await sim.done
+    except asyncio.CancelledError:
+        engine.abort(sim)  # client disconnected: vLLM aborts generation
+        raise
+    if sim.finish_reason == "error":
+        return _error(ApiError(500, "InternalServerError", "Internal server error"))
+    return web.json_response(_completion(sim, config))
+
+
+def _fault(rng: random.Random, config: SimConfig) -> str | None:
+    draw = rng.random()
+    for name, rate in (
+        ("drop", config.drop_rate),
+        ("error", config.error_rate),
+        ("slow", config.slow_rate),
+    ):
+        if draw < rate:
+            return name
+        draw -= rate
+    return None
+
+
+def _usage(sim: SimRequest) -> dict[str, Any]:
+    return {
+        "prompt_tokens": sim.prompt_tokens,
+        "completion_tokens": sim.output_tokens,
+        "total_tokens": sim.prompt_tokens + sim.output_tokens,
+        "prompt_tokens_details": None,
+    }
+
+
+def _completion(sim: SimRequest, config: SimConfig) -> dict[str, Any]:
+    message = {
+        "role": "assistant",
+        "content": sim.text,
+        "refusal": None,
+        "annotations": None,
+        "audio": None,
+        "function_call": None,
+        "tool_calls": [],
+        "reasoning": None,
+        "reasoning_content": None,
+    }
+    return {
+        "id": sim.id,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": config.served_model_name,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": sim.finish_reason,
+                "stop_reason": None,
+                "token_ids": None,
+            }
+        ],
+        "service_tier": None,
+        "system_fingerprint": None,
+        "usage": _usage(sim),
+        "prompt_logprobs": None,
+        "prompt_token_ids": None,
+        "kv_transfer_params": None,
+    }
+
+
+async def _stream(
+    request: web.Request, engine: SimEngine, sim: SimRequest, config: SimConfig, include_usage: bool
+) -> web.StreamResponse:
+    sim.stream = asyncio.Queue()
+    engine.submit(sim)
+    response = web.StreamResponse(
+        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+    )
+    await response.prepare(request)
+    base = {
+        "id": sim.id,
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": config.served_model_name,
+    }
+
+    async def send(payload: dict[str, Any] | str) -> None:
+        data = payload if isinstance(payload, str) else json.dumps(payload)
+        await response.write(f"data: {data}\n\n".encode())
+
+    try:
+        first = True
+        while (piece := await sim.stream.get()) is not None:
+            delta = {"role": "assistant", "content": ""} if first else {}
+            if first:
+                await send(
+                    {
+                        **base,
+                        "choices": [
+                            {"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}
+                        ],
+                    }
+                )
+                first = False
+            await send(
+                {
+                    **base,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": {"content": piece},
+                            "logprobs": None,
+                            "finish_reason": None,
+                        }
+                    ],
+                }
+            )
+        if sim.finish_reason == "error":
+            await send(
+                {
+                    "error": {
+                        "message": "Internal server error",
+                        "type": "InternalServerError",
+                        "param": None,
+                        "code": 500,
+                    }
+                }
+            )
+        else:
+            await send(
+                {
+                    **base,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": {},
+                            "logprobs": None,
+                            "finish_reason": sim.finish_reason,
+                            "stop_reason": None,
+                        }
+                    ],
+                }
+            )
+            if include_usage:
+                await send({**base, "choices": [], "usage": _usage(sim)})
+        await send("[DONE]")
+    except (asyncio.CancelledError, ConnectionResetError):
+        engine.abort(sim)
+        raise
+    return response
+
+
+async def _models(request: web.Request) -> web.Response:
+    config: SimConfig = request.app[STATE_KEY]["config"]
+    created = int(request.app[STATE_KEY]["started"])
+    card = {
+        "id": config.served_model_name,
+        "object": "model",
+        "created": created,
+        "owned_by": STANDIN_OWNER,  # vLLM says "vllm": this is how a client tells the stand-in apart
+        "root": config.served_model_name,
+        "parent": None,
+        "max_model_len": config.max_model_len,
+        "permission": [
+            {
+                "id": f"modelperm-{created}",
+                "object": "model_permission",
+                "created": created,
+                "allow_create_engine": False,
+                "allow_sampling": True,
+                "allow_logprobs": True,
+                "allow_search_indices": False,
+                "allow_view": True,
+                "allow_fine_tuning": False,
+                "organization": "*",
+                "group": None,
+                "is_blocking": False,
+            }
+        ],
+    }
+    return web.json_response({"object": "list", "data": [card]})
+
+
+async def _health(request: web.Request) -> web.Response:
+    return web.Response(status=503 if request.app[STATE_KEY]["config"].dead else 200)
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    engine = request.app[ENGINE_KEY]
+    body = generate_latest(engine.metrics.registry)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+async def _stats(request: web.Request) -> web.Response:
+    engine = request.app[ENGINE_KEY]
+    config = engine.config
+    return web.json_response(
+        {
+            "running": len(engine.running),
+            "waiting": len(engine.waiting),
+            "peak_running": engine.peak_running,
+            "peak_in_flight": engine.peak_in_flight,
+            "completed": engine.completed,
+            "prompt_tokens": engine.prompt_token_sum,
+            "completion_tokens": engine.completion_tokens,
+            "steps": engine.steps,
+            "busy_seconds": engine.busy_seconds,
+            "config": config.model_dump(exclude={"api_key"}),
+        }
+    )
+
+
+async def _reconfigure(request: web.Request) -> web.Response:
+    """Change settings while running (capacity, speed, faults); `dead: true` kills in-flight work."""
+    config: SimConfig = request.app[STATE_KEY]["config"]
+    try:
+        changes = await request.json()
+        for key, value in changes.items():
+            setattr(config, key, value)
+    except Exception as exc:
+        return web.json_response({"error": str(exc)}, status=400)
+    engine = request.app[ENGINE_KEY]
+    if config.dead:
+        engine.fail_all()
+    engine.submit_wake()
+    return web.json_response(config.model_dump(exclude={"api_key"}))
+
+
+class SimServer:
+    """The stand-in on a background thread with its own loop, for tests and the sim-demo.
+
+    `not_ready_s` keeps the port closed for a while after start, like vLLM loading a model.
+    """
+
+    def __init__(
+        self,
+        config: SimConfig | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        not_ready_s: float = 0.0,
+    ) -> None:
+        self.config = config or SimConfig()
+        self.host, self.port, self.not_ready_s = host, port, not_ready_s
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._serve, name="datagen-sim", daemon=True)
+        self._runner: web.AppRunner | None = None
+        self._stop: asyncio.Event | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> SimServer:
+        if self.port == 0:
+            self.port = free_port(self.host)
+        self._thread.start()
+        if not self.not_ready_s and not self._ready.wait(30):
+            raise RuntimeError("stand-in did not start")
+        return self
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_until_complete(self._main())
+
+    async def _main(self) -> None:
+        self._stop = asyncio.Event()
+        if self.not_ready_s:
+            await asyncio.sleep(self.not_ready_s)
+        self._runner = web.AppRunner(make_app(self.config), access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, self.host, self.port).start()
+        self._ready.set()
+        await self._stop.wait()
+        await self._runner.cleanup()
+
+    def stop(self) -> None:
+        if self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(timeout=10)
+
+    def __enter__(self) -> SimServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
