@@ -11,14 +11,17 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import os
+import re
 import types
 import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
+from datagen.engine.sim.config import SimConfig
 from datagen.errors import ConfigError
 
 
@@ -118,15 +121,101 @@ class ScriptedPolicy(Section):
     type: Literal["scripted"]
 
 
-PolicyConfig = Annotated[ExplorePolicy | ScriptedPolicy, Field(discriminator="type")]
+class RoleConfig(Section):
+    """One model role (policy, localizer, judge, annotator): endpoint, sampling and budget share."""
+
+    url: str | None = Field(None, description="this role's own server; default: engine.url")
+    model: str | None = Field(
+        None, description="served model name; default: the server's first model"
+    )
+    temperature: float = Field(0.0, ge=0, le=2, description="sampling temperature (always sent)")
+    max_tokens: int = Field(512, ge=1, description="output budget (always sent)")
+    share: float = Field(
+        1.0, gt=0, le=1, description="share of the worker's in-flight budget this role may use"
+    )
+    timeout_s: float = Field(120.0, gt=0, description="limit for one request, retries not included")
+
+
+class VlmPolicy(Section):
+    """A vision-language model drives the browser (Surfer-H-style roles on a vLLM server)."""
+
+    type: Literal["vlm"]
+    profile: Literal["holo2_norm1000", "holo15_abs"] = Field(
+        "holo2_norm1000",
+        description="prompt profile: Holo-style [0,1000] coordinates, or absolute pixels",
+    )
+    history_images: int = Field(
+        3,
+        ge=1,
+        le=16,
+        description="screenshots sent per step; older ones become a text placeholder",
+    )
+    image_max_width: int = Field(
+        1280, ge=64, description="screenshots wider than this are resized on the worker"
+    )
+    policy: RoleConfig = Field(
+        default_factory=lambda: RoleConfig(temperature=0.7, max_tokens=512, share=1.0)
+    )
+    localizer: RoleConfig | None = Field(
+        default_factory=lambda: RoleConfig(
+            temperature=0.0, max_tokens=64, share=0.5, timeout_s=30.0
+        ),
+        description="re-grounds each click's element description; null: use the policy's x, y",
+    )
+    judge: RoleConfig | None = Field(
+        None, description="checks the answer when the policy says done"
+    )
+
+
+PolicyConfig = Annotated[ExplorePolicy | ScriptedPolicy | VlmPolicy, Field(discriminator="type")]
+
+
+class EngineConfig(Section):
+    """The vLLM server shared by all workers (or the stand-in, started by datagen when url is null)."""
+
+    url: str | None = Field(
+        None,
+        description="http://host:8000 of a vLLM server; accepts ${VAR}; null: start the stand-in",
+    )
+    api_key: SecretStr | None = Field(
+        None, description="bearer key; accepts ${VAR}; never written to outputs or logs"
+    )
+    max_in_flight: int = Field(
+        128,
+        ge=1,
+        description="requests in flight over the whole cluster (≈ the server's max_num_seqs)",
+    )
+    retries: int = Field(
+        3, ge=0, le=10, description="retries of connection errors, timeouts and 5xx"
+    )
+    ready_timeout_s: float = Field(
+        120.0, gt=0, description="wait this long for /health before giving up"
+    )
+    sim: SimConfig = Field(
+        default_factory=lambda: SimConfig(speed_factor=20.0),
+        description="the stand-in's settings when url is null (a load double, never a model)",
+    )
 
 
 # --------------------------------------------------------------------------- annotation etc.
 
 
+class ModelExpressions(Section):
+    """Referring expressions written by the model for DOM elements, kept only if they round-trip."""
+
+    per_step: int = Field(2, ge=1, description="elements per screenshot to describe")
+    writer: RoleConfig = Field(
+        default_factory=lambda: RoleConfig(temperature=0.0, max_tokens=64, share=0.3)
+    )
+
+
 class AnnotationConfig(Section):
     grounding: bool = Field(True, description="write grounding rows for each step's elements")
     max_elements_per_step: int = Field(60, ge=1, description="cap on grounding rows per screenshot")
+    model_expressions: ModelExpressions | None = Field(
+        None,
+        description="ask the model for referring expressions and check them with the localizer",
+    )
 
 
 class ValidationConfig(Section):
@@ -193,10 +282,16 @@ class PipelineConfig(Section):
     validation: ValidationConfig = Field(default_factory=ValidationConfig)
     output: OutputConfig
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+    engine: EngineConfig = Field(default_factory=EngineConfig)
     run: RunConfig = Field(default_factory=RunConfig)
     base_dir: str = Field(
         "", description="set by the loader: folder of the pipeline file", exclude=True
     )
+
+    @property
+    def uses_engine(self) -> bool:
+        """True when some stage calls a model server."""
+        return isinstance(self.policy, VlmPolicy) or self.annotation.model_expressions is not None
 
     def resolve(self, path: str) -> Path:
         """A path from the file, relative to the pipeline file's folder."""
@@ -207,6 +302,8 @@ class PipelineConfig(Section):
         """Hash of every setting that changes the rows (not where they go or who computes them)."""
         data = self.model_dump(mode="json", exclude={"output", "cluster", "name", "base_dir"})
         data["browser"].pop("executable", None)
+        for key in ("url", "api_key", "ready_timeout_s", "retries"):
+            data["engine"].pop(key, None)
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
@@ -231,6 +328,7 @@ def load_pipeline(path: str | Path, output: str | None = None) -> PipelineConfig
         raise ConfigError(
             f"{path}: the file must be a YAML mapping (key: value), got {type(data).__name__}"
         )
+    data = expand_env(data)
     if output:
         data["output"] = {**(data.get("output") or {}), "uri": output}
     uri = (data.get("output") or {}).get("uri") if isinstance(data.get("output"), dict) else None
@@ -239,6 +337,41 @@ def load_pipeline(path: str | Path, output: str | None = None) -> PipelineConfig
         data["output"]["uri"] = str(Path(uri).expanduser().absolute())
     data["base_dir"] = str(path.resolve().parent)
     return parse_pipeline(data)
+
+
+ENV_KEYS = ("url", "api_key")
+ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def expand_env(data: Any, path: str = "") -> Any:
+    """Replace `${VAR}` / `${VAR:-default}` in `url` and `api_key` values anywhere in the file."""
+    if isinstance(data, dict):
+        return {
+            k: _expand(v, f"{path}.{k}" if path else str(k))
+            if k in ENV_KEYS and isinstance(v, str)
+            else expand_env(v, f"{path}.{k}" if path else str(k))
+            for k, v in data.items()
+        }
+    if isinstance(data, list):
+        return [expand_env(v, f"{path}[{i}]") for i, v in enumerate(data)]
+    return data
+
+
+def _expand(value: str, path: str) -> str | None:
+    def one(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        if name in os.environ:
+            return os.environ[name]
+        if default is not None:
+            return default
+        raise ConfigError(
+            f"environment variable {name} is not set",
+            path=path,
+            fix=f"export {name}=... or write ${{{name}:-default}}",
+        )
+
+    expanded = ENV_REF.sub(one, value)
+    return expanded or None
 
 
 def parse_pipeline(data: dict[str, Any]) -> PipelineConfig:
