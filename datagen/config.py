@@ -80,6 +80,18 @@ class Viewport(Section):
     height: int = Field(800, ge=200, le=4320, description="CSS px")
 
 
+def _whole_pixels(config: BrowserConfig) -> BrowserConfig:
+    """Screenshots have whole pixels: viewport × device_scale_factor must be an integer."""
+    for side in ("width", "height"):
+        value = getattr(config.viewport, side) * config.device_scale_factor
+        if abs(value - round(value)) > 1e-9:
+            raise ValueError(
+                f"viewport.{side} × device_scale_factor = {value:g} is not a whole number of pixels; "
+                "pick a size or scale whose product is an integer"
+            )
+    return config
+
+
 class BrowserConfig(Section):
     """Chromium through Playwright."""
 
@@ -98,6 +110,10 @@ class BrowserConfig(Section):
         120, ge=0, le=10_000, description="pause after an action for the page to react"
     )
     extra_args: list[str] = Field(default_factory=list, description="more Chromium switches")
+
+    @model_validator(mode="after")
+    def _check_pixels(self) -> BrowserConfig:
+        return _whole_pixels(self)
 
 
 # --------------------------------------------------------------------------- policy
@@ -253,9 +269,13 @@ class ClusterConfig(Section):
     )
     sessions_per_worker: int = Field(4, ge=1, le=512, description="episodes in flight per worker")
     dashboard: str = Field(":8787", description="LocalCluster dashboard address")
-    retries: int = Field(2, ge=0, description="resubmissions of a shard whose worker died")
+    retries: int = Field(
+        2, ge=0, description="re-runs of a shard whose task raised (e.g. its browser died)"
+    )
     allowed_failures: int = Field(
-        3, ge=0, description="worker deaths a shard may cause before it fails"
+        3,
+        ge=0,
+        description="worker deaths a shard may cause before it fails (LocalCluster only; a running scheduler keeps its own)",
     )
 
 
@@ -266,6 +286,11 @@ class RunConfig(Section):
     )
     tasks_per_shard: int = Field(4, ge=1, description="tasks per Dask task (shard)")
     repeats: int = Field(1, ge=1, le=1000, description="episodes per task (different seeds)")
+    episode_timeout_s: float = Field(
+        300.0,
+        gt=0,
+        description="an episode still running after this becomes a timeout_episode reject",
+    )
     limit: int | None = Field(None, ge=1, description="use only the first N tasks")
 
 
@@ -329,8 +354,13 @@ def load_pipeline(path: str | Path, output: str | None = None) -> PipelineConfig
             f"{path}: the file must be a YAML mapping (key: value), got {type(data).__name__}"
         )
     data = expand_env(data)
+    if "base_dir" in data:
+        raise ConfigError(
+            "base_dir is set by datagen, not by the file", path="base_dir", fix="remove it"
+        )
     if output:
-        data["output"] = {**(data.get("output") or {}), "uri": output}
+        existing = data.get("output")
+        data["output"] = {**(existing if isinstance(existing, dict) else {}), "uri": output}
     uri = (data.get("output") or {}).get("uri") if isinstance(data.get("output"), dict) else None
     if isinstance(uri, str) and "://" not in uri:
         # Local output is relative to where the command runs; workers get the absolute path.

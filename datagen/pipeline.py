@@ -18,10 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from playwright.async_api import Error as PlaywrightError
+from pydantic import ValidationError
+
 from datagen import SCHEMA_VERSION, __version__
 from datagen.annotate import grounding_rows
 from datagen.browser.actions import action_json, action_repr
-from datagen.browser.session import BrowserHost, NavigationFailed, Session
+from datagen.browser.session import BrowserDied, BrowserHost, NavigationFailed, Session
 from datagen.config import PipelineConfig
 from datagen.policy import Policy, make_policy
 from datagen.records import (
@@ -136,16 +139,28 @@ async def run_episode(task: TaskSpec, repeat: int, ctx: ShardContext) -> Episode
     policy = make_policy(ctx.config.policy, task, seed)
     started = time.perf_counter()
     try:
-        async with ctx.host.session() as session:
+        async with asyncio.timeout(ctx.config.run.episode_timeout_s), ctx.host.session() as session:
             await session.goto(ctx.resolve_url(task.start_url))
             await _walk(session, task, policy, seed, started, out, ctx)
     except NavigationFailed as exc:
         out.reject("task", RejectReason.NAVIGATION_FAILED, str(exc))
     except CheckFailed as exc:
         out.reject("episode", RejectReason.CHECK_ERROR, str(exc))
-    except Exception as exc:
+    except TimeoutError:
+        out.reject(
+            "task",
+            RejectReason.TIMEOUT_EPISODE,
+            f"episode took over {ctx.config.run.episode_timeout_s:g}s",
+        )
+    except (PlaywrightError, ValidationError) as exc:  # the page's doing: bad data, a failed call
+        if not ctx.host.connected:
+            raise BrowserDied(f"browser died during task {task.id}") from exc
         log.warning("episode failed", extra={"task_id": task.id}, exc_info=True)
-        out.reject("task", RejectReason.BROWSER_ERROR, f"{type(exc).__name__}: {exc}")
+        out.reject(
+            "task",
+            RejectReason.BROWSER_ERROR,
+            f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+        )
     if out.rejects and out.rejects[-1].stage in ("task", "episode"):
         # A failed episode leaves one row: the reason. Its steps and annotations are dropped.
         out.steps, out.grounding, out.episode, out.rejects = [], [], None, out.rejects[-1:]

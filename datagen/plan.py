@@ -11,6 +11,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
+from datagen import SCHEMA_VERSION
 from datagen.config import PipelineConfig
 from datagen.errors import ConfigError, SourceError
 from datagen.records import TaskSpec
@@ -42,10 +43,10 @@ def make_plan(config: PipelineConfig) -> Plan:
         tasks = load_tasks(config)
     except SourceError as exc:
         raise ConfigError(
-            str(exc), path="sources", fix="correct the task list or its path"
+            str(exc), path="sources", fix="correct the task list (or the pipeline's sources)"
         ) from None
     shards = shard_tasks(tasks, config.run.tasks_per_shard)
-    digest = hashlib.sha256(config.output_hash().encode())
+    digest = hashlib.sha256(f"{SCHEMA_VERSION}:{config.output_hash()}".encode())
     for task in tasks:
         digest.update(json.dumps(task.model_dump(mode="json"), sort_keys=True).encode())
     return Plan(config=config, tasks=tasks, shards=shards, run_id=digest.hexdigest()[:16])

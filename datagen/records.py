@@ -110,7 +110,7 @@ class TaskSpec(Frozen):
     start_url: str
     instruction: str
     check: SuccessCheck | None = None
-    max_steps: int | None = None
+    max_steps: int | None = Field(None, ge=1, le=500)
     source: str = Field("", description="reader that produced it: native, webvoyager, urls, sites")
     site: str = ""
     actions: tuple[Action, ...] = Field((), description="steps for the scripted policy")
@@ -181,6 +181,7 @@ class RejectReason(StrEnum):
 
     NAVIGATION_FAILED = "navigation_failed"
     BROWSER_ERROR = "browser_error"
+    TIMEOUT_EPISODE = "timeout_episode"
     TASK_ERROR = "task_error"
     CHECK_ERROR = "check_error"
     NO_STEPS = "no_steps"

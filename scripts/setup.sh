@@ -10,10 +10,24 @@ if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
   echo "datagen needs Python >= 3.11 (set PYTHON=/path/to/python3.11)" >&2
   exit 1
 fi
-[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+if [ ! -x .venv/bin/pip ]; then
+  rm -rf .venv
+  if ! "$PYTHON" -m venv .venv >/dev/null 2>&1; then
+    rm -rf .venv
+    if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+      echo "installing python3-venv (apt-get)…"
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+      "$PYTHON" -m venv .venv
+    else
+      echo "python3 -m venv failed: install your distribution's venv package (Debian: python3-venv)" >&2
+      exit 1
+    fi
+  fi
+fi
 
 stamp=.venv/.datagen-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  rm -f "$stamp"
   .venv/bin/python -m pip install --quiet --upgrade pip
   .venv/bin/python -m pip install --quiet -e ".[dev]"
   touch "$stamp"
@@ -28,6 +42,7 @@ with sync_playwright() as p:
 print(path if os.path.exists(path) else "")
 PY
 )
+
 if [ -n "$playwright_own" ] || [ -x /usr/bin/chromium ] || command -v chromium >/dev/null 2>&1; then
   exit 0
 fi

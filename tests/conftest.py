@@ -3,7 +3,6 @@ package), Dask LocalClusters, the bundled-site server."""
 
 from __future__ import annotations
 
-import shutil
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -54,10 +53,13 @@ def config_factory(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="session")
 def chromium() -> str:
-    path = shutil.which("chromium") or "/usr/bin/chromium"
-    if not Path(path).exists():
-        pytest.fail("Chromium is required for integration tests: run scripts/setup.sh")
-    return path
+    from datagen.browser.launch import find_executable
+    from datagen.errors import BrowserUnavailable
+
+    try:
+        return find_executable(None, None)
+    except BrowserUnavailable as exc:
+        pytest.fail(f"integration tests need Chromium: {exc}")
 
 
 @pytest.fixture(scope="module")

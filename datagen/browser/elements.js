@@ -91,7 +91,7 @@
       tag,
       role,
       name: nameOf(el),
-      text: clean(el.innerText || el.value || '', 120),
+      text: clean(String(el.innerText || el.value || ''), 120),
       placeholder: clean(el.getAttribute('placeholder')),
       input_type: tag === 'input' ? (el.type || 'text') : '',
       selector: selectorOf(el),

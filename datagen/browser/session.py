@@ -36,6 +36,11 @@ from datagen.records import Action, Element, Observation, SuccessCheck
 log = logging.getLogger(__name__)
 ELEMENTS_JS = (Path(__file__).parent / "elements.js").read_text(encoding="utf-8")
 MAX_ELEMENTS = 400
+CONTEXT_CLOSE_TIMEOUT_S = 10.0
+
+
+class BrowserDied(Exception):
+    """Chromium is gone: the shard must fail (and be retried), not be committed as rejects."""
 
 
 class NavigationFailed(Exception):
@@ -65,6 +70,15 @@ class BrowserHost:
         self.version = f"chromium/{self._browser.version}"
         log.info("browser started: %s (%s)", self.version, executable)
 
+    @property
+    def connected(self) -> bool:
+        return self._browser is not None and self._browser.is_connected()
+
+    async def restart(self) -> None:
+        """Relaunch after the browser died (a crash, an OOM kill)."""
+        await self.close()
+        await self.start()
+
     async def close(self) -> None:
         """Close browser then driver; each step guarded so one failure doesn't leak the other."""
         if self._browser is not None:
@@ -83,8 +97,8 @@ class BrowserHost:
     @asynccontextmanager
     async def session(self) -> AsyncIterator[Session]:
         """A fresh, isolated browser context with one page, closed on exit."""
-        if self._browser is None:
-            raise RuntimeError("BrowserHost.start() was not called")
+        if self._browser is None or not self.connected:
+            raise BrowserDied("the browser is not running")
         cfg = self.config
         context = await self._browser.new_context(
             viewport={"width": cfg.viewport.width, "height": cfg.viewport.height},
@@ -98,7 +112,8 @@ class BrowserHost:
             yield Session(context, page, cdp, cfg)
         finally:
             try:
-                await context.close()
+                # A renderer stuck in a JS loop can make close slow: bounded, then move on.
+                await asyncio.wait_for(context.close(), CONTEXT_CLOSE_TIMEOUT_S)
             except Exception:
                 log.warning("context close failed", exc_info=True)
 

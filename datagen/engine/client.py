@@ -28,7 +28,11 @@ from prometheus_client.parser import text_string_to_metric_families
 log = logging.getLogger(__name__)
 KEEPALIVE_EXPIRY_S = 4.0  # below vLLM's VLLM_HTTP_TIMEOUT_KEEP_ALIVE (5 s)
 STANDIN_OWNER = "datagen-sim"
-WATCHED_METRICS = ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc")
+WATCHED_METRICS = (
+    "vllm:num_requests_running",
+    "vllm:num_requests_waiting",
+    "vllm:kv_cache_usage_perc",
+)
 
 
 class EngineError(Exception):
@@ -106,9 +110,19 @@ class EngineClient:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        limits = httpx.Limits(max_connections=max_in_flight, max_keepalive_connections=max_in_flight, keepalive_expiry=KEEPALIVE_EXPIRY_S)
+        limits = httpx.Limits(
+            max_connections=max_in_flight,
+            max_keepalive_connections=max_in_flight,
+            keepalive_expiry=KEEPALIVE_EXPIRY_S,
+        )
         self.url = url.rstrip("/")
-        self._http = httpx.AsyncClient(base_url=self.url, headers=headers, limits=limits, timeout=httpx.Timeout(timeout_s, connect=5.0), transport=transport)
+        self._http = httpx.AsyncClient(
+            base_url=self.url,
+            headers=headers,
+            limits=limits,
+            timeout=httpx.Timeout(timeout_s, connect=5.0),
+            transport=transport,
+        )
         self._gate = asyncio.Semaphore(max_in_flight)
         self.max_in_flight = max_in_flight
         self.retries, self.backoff_s, self.max_backoff_s = retries, backoff_s, max_backoff_s
@@ -143,7 +157,10 @@ class EngineClient:
     async def models(self) -> list[ModelInfo]:
         response = await self._http.get("/v1/models", timeout=10.0)
         self._raise_for_status(response)
-        return [ModelInfo(m["id"], m.get("max_model_len"), m.get("owned_by", "")) for m in response.json()["data"]]
+        return [
+            ModelInfo(m["id"], m.get("max_model_len"), m.get("owned_by", ""))
+            for m in response.json()["data"]
+        ]
 
     async def metrics(self) -> dict[str, float]:
         """The engine's queue and cache gauges, summed over label sets."""
@@ -158,7 +175,13 @@ class EngineClient:
 
     # ------------------------------------------------------------------ chat
 
-    async def chat(self, payload: dict[str, Any], *, timeout_s: float | None = None, gate: asyncio.Semaphore | None = None) -> ChatResult:
+    async def chat(
+        self,
+        payload: dict[str, Any],
+        *,
+        timeout_s: float | None = None,
+        gate: asyncio.Semaphore | None = None,
+    ) -> ChatResult:
         """One chat completion, retried on transient failures; `gate` is a role's own share."""
         base_id = uuid.uuid4().hex
         started = time.perf_counter()
@@ -228,7 +251,9 @@ class EngineClient:
         except ValueError:
             error = response.text
         if isinstance(error, dict):
-            raise EngineRejected(response.status_code, str(error.get("type")), str(error.get("message")))
+            raise EngineRejected(
+                response.status_code, str(error.get("type")), str(error.get("message"))
+            )
         raise EngineRejected(response.status_code, "", str(error))
 
 

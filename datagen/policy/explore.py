@@ -66,7 +66,11 @@ class Explorer:
     async def decide(self, obs: Observation, task: TaskSpec) -> Decision:
         if self.pending:
             action, target = self.pending.pop(0)
-            return Decision(action=action, target=target, note="follow-up")
+            # The page may have re-rendered since the click: record the element as it is now.
+            current = next(
+                (e for e in obs.elements if target and e.selector == target.selector), None
+            )
+            return Decision(action=action, target=current, note="follow-up")
         state = _state_key(obs)
         reachable = [e for e in obs.elements if e.hit]
         if not reachable:

@@ -46,8 +46,13 @@ class BrowserPlugin(WorkerPlugin):
         )
         self.thread.start()
         self.sites = SiteServer(sites_root(self.config))
-        self.host = BrowserHost(self.config.browser)
-        self.run(self.host.start(), timeout=120)
+        host = BrowserHost(self.config.browser)
+        try:
+            self.run(host.start(), timeout=120)
+        except BaseException:
+            self.teardown(worker)  # leave no loop thread, server or driver behind
+            raise
+        self.host = host  # only a started browser is ever exposed
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run a coroutine on the browser loop and wait for its result (from any thread)."""

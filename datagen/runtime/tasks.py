@@ -23,6 +23,8 @@ def run_shard_task(
     plugin = cast(BrowserPlugin, worker.plugins[PLUGIN_NAME])
     if plugin.host is None or plugin.sites is None:
         raise RuntimeError("datagen browser plugin did not start on this worker")
+    if not plugin.host.connected:  # a crash killed it during an earlier shard: start afresh
+        plugin.run(plugin.host.restart(), timeout=120)
 
     def on_episode(event: dict[str, Any]) -> None:
         # Called on the browser loop thread; the worker's own loop must send the event.

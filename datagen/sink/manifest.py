@@ -33,6 +33,7 @@ def finalize(storage: Storage, expected_shards: list[int]) -> dict[str, Any]:
     """Write the manifest and dataset card from the markers; `complete` says if all shards are in."""
     run = json.loads(storage.get(RUN_FILE))
     markers = read_markers(storage)
+    _remove_uncommitted_parts(storage, markers)
     tables: dict[str, dict[str, Any]] = {t: {"rows": 0, "files": []} for t in TABLES}
     reasons: Counter[str] = Counter()
     for marker in markers:
@@ -62,6 +63,17 @@ def finalize(storage: Storage, expected_shards: list[int]) -> dict[str, Any]:
     storage.put(MANIFEST, json.dumps(manifest, indent=1).encode())
     storage.put("README.md", dataset_card(manifest).encode())
     return manifest
+
+
+def _remove_uncommitted_parts(storage: Storage, markers: list[dict[str, Any]]) -> None:
+    """Parts no marker vouches for are leftovers of a killed or failed attempt. Nothing is
+    writing when a run finalizes, so they can go: then every part in the folder is committed,
+    and globbing `<table>/*.parquet` is safe. A rerun writes them again."""
+    committed = {f["key"] for m in markers for f in m["files"]}
+    for table in TABLES:
+        for key in storage.list(table):
+            if key.endswith(".parquet") and key not in committed:
+                storage.delete(key)
 
 
 def dataset_card(manifest: dict[str, Any]) -> str:

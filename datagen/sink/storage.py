@@ -20,6 +20,7 @@ class Storage(Protocol):
     def get(self, key: str) -> bytes: ...
     def exists(self, key: str) -> bool: ...
     def list(self, prefix: str) -> list[str]: ...
+    def delete(self, key: str) -> None: ...
 
 
 class LocalStorage:
@@ -50,6 +51,9 @@ class LocalStorage:
 
     def exists(self, key: str) -> bool:
         return self._path(key).is_file()
+
+    def delete(self, key: str) -> None:
+        self._path(key).unlink(missing_ok=True)
 
     def list(self, prefix: str) -> list[str]:
         base = self._path(prefix)

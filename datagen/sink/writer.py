@@ -98,6 +98,12 @@ def claim_output(storage: Storage, run_id: str, pipeline: dict[str, Any]) -> boo
                 "fix: choose another output with --output, or delete that folder"
             )
         return True
+    foreign = [key for key in storage.list("") if not key.startswith(".")][:3]
+    if foreign:
+        raise OutputError(
+            f"{storage.uri} is not empty and holds no datagen run ({', '.join(foreign)}, ...); "
+            "fix: choose an empty or new folder with --output"
+        )
     info = {
         "run_id": run_id,
         "schema_version": SCHEMA_VERSION,

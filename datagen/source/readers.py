@@ -8,6 +8,7 @@ Errors name the file and line; nothing here touches the network.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -77,18 +78,23 @@ def read_webvoyager(path: Path, limit: int | None = None) -> list[TaskSpec]:
 
 
 def read_urls(path: Path, instruction: str, limit: int | None = None) -> list[TaskSpec]:
-    """One URL a line; blank lines and `#` comments skipped; the id is `url-<line>`."""
+    """One URL a line; blank lines, `#` lines and ` # ...` tails skipped (a `#` inside a URL is
+    its fragment); the id is `<file stem>-<line>`."""
     if not path.is_file():
         raise SourceError(f"{path}: URL list not found")
     tasks: list[TaskSpec] = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        url = line.split("#", 1)[0].strip()
+        url = re.split(r"\s#", line, maxsplit=1)[0].strip()
+        if url.startswith("#"):
+            continue
         if not url:
             continue
         if "://" not in url:
             raise SourceError(f"{path}:{number}: {url!r} is not a URL (expected scheme://host/...)")
         tasks.append(
-            TaskSpec(id=f"url-{number}", start_url=url, instruction=instruction, source="urls")
+            TaskSpec(
+                id=f"{path.stem}-{number}", start_url=url, instruction=instruction, source="urls"
+            )
         )
         if limit and len(tasks) >= limit:
             break

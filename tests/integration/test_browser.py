@@ -110,8 +110,11 @@ def test_checks_and_navigation_failure(browser_plugin) -> None:  # type: ignore[
 
 def test_one_merged_disable_features_switch(browser_plugin) -> None:  # type: ignore[no-untyped-def]
     lines = []
-    for proc in psutil.process_iter(["cmdline"]):
-        cmd = proc.info["cmdline"] or []
+    for proc in psutil.Process().children(recursive=True):  # only this test's browsers
+        try:
+            cmd = proc.cmdline()
+        except psutil.Error:
+            continue
         if cmd and "chromium" in cmd[0] and "--remote-debugging-pipe" in cmd:
             lines.append([a for a in cmd if a.startswith("--disable-features=")])
     assert lines, "no Chromium started by Playwright found"

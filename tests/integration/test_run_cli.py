@@ -164,6 +164,7 @@ def test_killed_run_resumes_without_duplicates(reference: Path, workdir: Path) -
     )
     total = json.loads((reference / "_manifest.json").read_text())["shards"]["expected"]
     deadline = time.monotonic() + 240
+    done = 0
     try:
         while time.monotonic() < deadline and proc.poll() is None:
             done = (

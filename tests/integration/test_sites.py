@@ -18,12 +18,14 @@ from pathlib import Path
 
 import pytest
 
+from datagen.browser.launch import find_executable
+
 playwright_sync = pytest.importorskip("playwright.sync_api")
 
 REPO = Path(__file__).resolve().parents[2]
 SITES_DIR = REPO / "sources" / "sites"
 SOLUTIONS_FILE = REPO / "tests" / "fixtures" / "site_solutions.json"
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = find_executable(None, None)
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-background-networking",

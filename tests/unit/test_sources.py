@@ -71,11 +71,13 @@ def test_webvoyager_reader(tmp_path: Path) -> None:
 
 def test_url_list_reader(tmp_path: Path) -> None:
     path = tmp_path / "urls.txt"
-    path.write_text("# comment\nhttp://127.0.0.1:1/a\n\nhttp://127.0.0.1:1/b  # trailing\n")
+    path.write_text(
+        "# comment\nhttp://127.0.0.1:1/a\n\nhttp://127.0.0.1:1/#/settings  # trailing\n"
+    )
     tasks = read_urls(path, "Explore.")
     assert [(t.id, t.start_url) for t in tasks] == [
-        ("url-2", "http://127.0.0.1:1/a"),
-        ("url-4", "http://127.0.0.1:1/b"),
+        ("urls-2", "http://127.0.0.1:1/a"),
+        ("urls-4", "http://127.0.0.1:1/#/settings"),  # a fragment is not a comment
     ]
     path.write_text("not a url\n")
     with pytest.raises(SourceError, match=r"urls\.txt:1"):
@@ -93,12 +95,8 @@ def test_bundled_sites() -> None:
 
 
 def test_sharding_is_stable_and_complete() -> None:
-    assert shard_of("todo-add-item", 8) == shard_of("todo-add-item", 8)
     # a fixed value: the hash must not depend on the process (PYTHONHASHSEED) or machine
-    assert (
-        shard_of("todo-add-item", 1000)
-        == int.from_bytes(__import__("hashlib").sha256(b"todo-add-item").digest()[:8], "big") % 1000
-    )
+    assert shard_of("todo-add-item", 1000) == 721
     tasks = read_sites(BUNDLED_SITES)
     shards = shard_tasks(tasks, 4)
     assert len(shards) == -(-len(tasks) // 4)

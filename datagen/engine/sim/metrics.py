@@ -80,7 +80,8 @@ ITERATION_BUCKETS = (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16
 
 def _token_buckets(max_model_len: int) -> list[float]:
     """vLLM's 1-2-5 series up to max_model_len."""
-    out, exponent = [], 0
+    out: list[float] = []
+    exponent = 0
     while True:
         for m in (1, 2, 5):
             value = m * 10**exponent

@@ -118,7 +118,9 @@ def measure(body: ChatBody, config: SimConfig) -> Prompt:
                         "BadRequestError",
                         f"At most {config.limit_images} image(s) may be provided in one prompt. Set --limit-mm-per-prompt to increase this limit. None",
                     )
-                width, height = _image_size(str((part.get("image_url") or {}).get("url", "")))
+                image_url = part.get("image_url")
+                url = image_url.get("url", "") if isinstance(image_url, dict) else ""
+                width, height = _image_size(str(url))
                 tiles += image_tiles(width, height, max_tiles)
                 image_tok += image_tokens(width, height, max_tiles)
         text += 4  # role and template tokens

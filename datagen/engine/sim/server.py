@@ -42,9 +42,7 @@ def make_app(config: SimConfig) -> web.Application:
     app.router.add_get("/v1/models", _models)
     app.router.add_get("/health", _health)
     app.router.add_get("/metrics", _metrics)
-    app.router.add_get(
-        "/version", lambda r: web.json_response({"version": "0.14.1", "standin": STANDIN_OWNER})
-    )
+    app.router.add_get("/version", _version)
     app.router.add_get("/sim/stats", _stats)
     app.router.add_post("/sim/config", _reconfigure)
     app.cleanup_ctx.append(_engine_ctx)
@@ -69,7 +67,12 @@ async def _auth(request: web.Request, handler: Any) -> web.StreamResponse:
         and request.headers.get("Authorization") != f"Bearer {key}"
     ):
         return web.json_response({"error": "Unauthorized"}, status=401)
-    return await handler(request)
+    response: web.StreamResponse = await handler(request)
+    return response
+
+
+async def _version(request: web.Request) -> web.Response:
+    return web.json_response({"version": "0.14.1", "standin": STANDIN_OWNER})
 
 
 def _error(exc: ApiError) -> web.Response:
@@ -161,7 +164,7 @@ def _usage(sim: SimRequest) -> dict[str, Any]:
 
 
 def _completion(sim: SimRequest, config: SimConfig) -> dict[str, Any]:
-    message = {
+    message: dict[str, Any] = {
         "role": "assistant",
         "content": sim.text,
         "refusal": None,
