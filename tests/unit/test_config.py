@@ -79,3 +79,43 @@ def test_output_hash_ignores_where_and_who() -> None:
     two = parse_pipeline({**base, "output": {"uri": "/b"}, "cluster": {"workers": 7}})
     three = parse_pipeline({**base, "run": {"seed": 1}})
     assert one.output_hash() == two.output_hash() != three.output_hash()
+
+
+def test_output_override_replaces_a_plain_string_output(tmp_path: Path) -> None:
+    path = write(tmp_path, "sources: [{type: sites}]\noutput: out\n")
+    assert load_pipeline(path, output=str(tmp_path / "x")).output.uri == str(tmp_path / "x")
+
+
+def test_base_dir_is_not_a_user_key(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="base_dir is set by datagen"):
+        load_pipeline(write(tmp_path, "sources: [{type: sites}]\noutput: {uri: o}\nbase_dir: /x\n"))
+
+
+def test_screenshot_sizes_must_be_whole_pixels(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "sources: [{type: sites}]\noutput: {uri: o}\nbrowser: {viewport: {width: 1366, height: 768}, device_scale_factor: 1.25}\n",
+    )
+    with pytest.raises(ConfigError, match="1707.5 is not a whole number"):
+        load_pipeline(path)
+
+
+def test_engine_url_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "sources: [{type: sites}]\noutput: {uri: o}\npolicy: {type: vlm}\nengine: {url: '${DG_TEST_URL}', api_key: '${DG_TEST_KEY:-}'}\n"
+    path = write(tmp_path, text)
+    monkeypatch.delenv("DG_TEST_URL", raising=False)
+    with pytest.raises(ConfigError, match="DG_TEST_URL is not set") as info:
+        load_pipeline(path)
+    assert info.value.path == "engine.url"
+    monkeypatch.setenv("DG_TEST_URL", "http://127.0.0.1:9999")
+    config = load_pipeline(path)
+    assert config.engine.url == "http://127.0.0.1:9999" and config.engine.api_key is None
+    monkeypatch.setenv("DG_TEST_KEY", "sekrit")
+    config = load_pipeline(path)
+    assert (
+        "sekrit" not in config.model_dump_json()
+        and config.engine.api_key.get_secret_value() == "sekrit"
+    )  # type: ignore[union-attr]
+    # where the engine is does not change the run's identity
+    monkeypatch.setenv("DG_TEST_URL", "http://127.0.0.1:1")
+    assert load_pipeline(path).output_hash() == config.output_hash()

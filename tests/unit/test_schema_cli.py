@@ -95,3 +95,24 @@ def test_output_holding_another_run_is_refused(tmp_path: Path) -> None:
     assert claim_output(storage, "run-a", {"name": "a"}) is True  # the same run: resume
     with pytest.raises(OutputError, match="holds run run-a"):
         claim_output(storage, "run-b", {"name": "b"})
+
+
+def test_foreign_folder_is_refused_and_uncommitted_parts_are_dropped(tmp_path: Path) -> None:
+    from datagen.errors import OutputError
+    from datagen.sink.manifest import finalize
+    from datagen.sink.storage import LocalStorage
+    from datagen.sink.writer import claim_output, write_shard
+
+    (tmp_path / "foreign").mkdir()
+    (tmp_path / "foreign" / "notes.txt").write_text("mine")
+    with pytest.raises(OutputError, match="not empty and holds no datagen run"):
+        claim_output(LocalStorage(tmp_path / "foreign"), "r", {})
+    storage = LocalStorage(tmp_path / "out")
+    claim_output(storage, "r", {"name": "t"})
+    write_shard(storage, 0, {}, {"solved": 0})
+    storage.put("steps/part-00001.parquet", b"half a shard, no marker")
+    manifest = finalize(storage, [0, 1])
+    assert not manifest["complete"] and manifest["shards"]["missing"] == [1]
+    assert not storage.exists("steps/part-00001.parquet") and storage.exists(
+        "steps/part-00000.parquet"
+    )
