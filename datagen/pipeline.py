@@ -23,10 +23,12 @@ from pydantic import ValidationError
 
 from datagen import SCHEMA_VERSION, __version__
 from datagen.annotate import grounding_rows
+from datagen.annotate.model import model_expressions
 from datagen.browser.actions import action_json, action_repr
 from datagen.browser.session import BrowserDied, BrowserHost, NavigationFailed, Session
 from datagen.config import PipelineConfig
-from datagen.policy import Policy, make_policy
+from datagen.engine.roles import Engines, profile_for
+from datagen.policy import Policy, PolicyFailure, make_policy
 from datagen.records import (
     Click,
     Decision,
@@ -34,6 +36,7 @@ from datagen.records import (
     EpisodeRow,
     GroundingRow,
     ImageData,
+    ModelTrace,
     Observation,
     RejectReason,
     RejectRow,
@@ -59,6 +62,7 @@ class ShardContext:
     storage: Storage
     resolve_url: Callable[[str], str] = lambda url: url
     on_episode: Callable[[dict[str, Any]], None] = lambda event: None
+    engines: Engines | None = None
 
 
 @dataclass
@@ -75,6 +79,11 @@ class EpisodeOutcome:
         self.rejects.append(
             RejectRow(**self.ids, stage=stage, reason=reason.value, detail=detail[:2000], **where)
         )
+
+
+def image_width_limit(config: PipelineConfig) -> int:
+    """Widest screenshot sent to a model (the vlm policy's setting, else 1280)."""
+    return getattr(config.policy, "image_max_width", 1280)
 
 
 def _digest(*parts: object) -> str:
@@ -136,7 +145,7 @@ async def run_episode(task: TaskSpec, repeat: int, ctx: ShardContext) -> Episode
     }
     out = EpisodeOutcome(ids=ids)
     seed = int(_digest(ctx.config.run.seed, task.id, repeat)[:8], 16)
-    policy = make_policy(ctx.config.policy, task, seed)
+    policy = make_policy(ctx.config.policy, task, seed, ctx.engines)
     started = time.perf_counter()
     try:
         async with asyncio.timeout(ctx.config.run.episode_timeout_s), ctx.host.session() as session:
@@ -146,6 +155,8 @@ async def run_episode(task: TaskSpec, repeat: int, ctx: ShardContext) -> Episode
         out.reject("task", RejectReason.NAVIGATION_FAILED, str(exc))
     except CheckFailed as exc:
         out.reject("episode", RejectReason.CHECK_ERROR, str(exc))
+    except PolicyFailure as exc:
+        out.reject("episode", exc.reason, str(exc))
     except TimeoutError:
         out.reject(
             "task",
@@ -176,34 +187,15 @@ async def _walk(
     out: EpisodeOutcome,
     ctx: ShardContext,
 ) -> None:
-    cfg = ctx.config
     provenance = {
         "playwright_version": ctx.host.playwright_version,
         "datagen_version": __version__,
         "policy": policy.name,
     }
-    status, answer, success = "max_steps", "", None
-    for index in range(task.max_steps or cfg.run.max_steps):
-        obs = await session.observe()
-        success = await _check(session, task)
-        decision = (
-            Decision(action=Done(), note="check passed")
-            if success
-            else await policy.decide(obs, task)
-        )
-        problem = check_step(obs, decision.action)
-        if problem:
-            out.reject("episode", problem[0], problem[1], step_index=index)
-            return
-        began = time.perf_counter()
-        error = None if isinstance(decision.action, Done) else await session.act(decision.action)
-        act_ms = (time.perf_counter() - began) * 1000
-        out.steps.append(_step_row(out.ids, provenance, index, obs, decision, error, act_ms))
-        if cfg.annotation.grounding:
-            _annotate(obs, index, out, ctx)
-        if isinstance(decision.action, Done):
-            status, answer = ("solved" if success else "done"), decision.action.answer
-            break
+    ended = await _steps(session, task, policy, provenance, out, ctx)
+    if ended is None:
+        return
+    status, answer, success = ended
     final = await session.observe()
     if status != "solved":
         success = await _check(session, task)
@@ -234,6 +226,38 @@ async def _walk(
     )
 
 
+async def _steps(
+    session: Session,
+    task: TaskSpec,
+    policy: Policy,
+    provenance: dict[str, str],
+    out: EpisodeOutcome,
+    ctx: ShardContext,
+) -> tuple[str, str, bool | None] | None:
+    """observe → check → decide → validate → act, until done or the budget; None if rejected."""
+    success = None
+    for index in range(task.max_steps or ctx.config.run.max_steps):
+        obs = await session.observe()
+        success = await _check(session, task)
+        if success:
+            decision = Decision(action=Done(), note="check passed")
+        else:
+            decision = await policy.decide(obs, task)
+        problem = check_step(obs, decision.action)
+        if problem:
+            out.reject("episode", problem[0], problem[1], step_index=index)
+            return None
+        began = time.perf_counter()
+        error = None if isinstance(decision.action, Done) else await session.act(decision.action)
+        act_ms = (time.perf_counter() - began) * 1000
+        out.steps.append(_step_row(out.ids, provenance, index, obs, decision, error, act_ms))
+        if ctx.config.annotation.grounding:
+            await _annotate(obs, index, out, ctx)
+        if isinstance(decision.action, Done):
+            return ("solved" if success else "done"), decision.action.answer, success
+    return "max_steps", "", success
+
+
 class CheckFailed(Exception):
     """The task's success check itself raised (bad JS, say): the task is at fault."""
 
@@ -248,10 +272,12 @@ async def _check(session: Session, task: TaskSpec) -> bool | None:
         raise CheckFailed(f"{type(exc).__name__}: {str(exc).splitlines()[0]}") from None
 
 
-def _annotate(obs: Observation, index: int, out: EpisodeOutcome, ctx: ShardContext) -> None:
+async def _annotate(obs: Observation, index: int, out: EpisodeOutcome, ctx: ShardContext) -> None:
+    """DOM grounding rows, validated; optionally model-written expressions checked by round trip."""
     rows = grounding_rows(
         obs, **out.ids, step_index=index, limit=ctx.config.annotation.max_elements_per_step
     )
+    accepted = []
     for row in rows:
         problem = check_grounding(row, ctx.config.validation)
         if problem:
@@ -263,7 +289,23 @@ def _annotate(obs: Observation, index: int, out: EpisodeOutcome, ctx: ShardConte
                 element_index=row.element_index,
             )
         else:
-            out.grounding.append(row)
+            accepted.append(row)
+    expressions = ctx.config.annotation.model_expressions
+    if expressions is not None and ctx.engines is not None and accepted:
+        trips = await model_expressions(
+            accepted,
+            obs,
+            ctx.engines,
+            expressions,
+            profile_for(ctx.config),
+            image_width_limit(ctx.config),
+        )
+        accepted = trips.rows
+        for row, reason, detail in trips.problems:
+            out.reject(
+                "grounding", reason, detail, step_index=index, element_index=row.element_index
+            )
+    out.grounding += accepted
 
 
 def _step_row(
@@ -312,4 +354,27 @@ def _step_row(
         n_elements=len(obs.elements),
         observe_ms=round(obs.observe_ms, 2),
         act_ms=round(act_ms, 2),
+        **_trace_columns(decision.trace),
     )
+
+
+def _trace_columns(trace: ModelTrace | None) -> dict[str, Any]:
+    """The model columns of a step row (all null for policies without a model)."""
+    if trace is None:
+        return {}
+    return {
+        "model": trace.model,
+        "model_standin": trace.standin,
+        "prompt_profile": trace.prompt_profile,
+        "prompt_version": trace.prompt_version,
+        "engine_roles": trace.roles,
+        "raw_output": trace.raw_output,
+        "localizer_output": trace.localizer_output,
+        "judge_output": trace.judge_output,
+        "thought": trace.thought,
+        "note": trace.note,
+        "prompt_tokens": trace.prompt_tokens,
+        "completion_tokens": trace.completion_tokens,
+        "engine_latency_ms": trace.latency_ms,
+        "engine_attempts": trace.attempts,
+    }

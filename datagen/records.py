@@ -165,12 +165,34 @@ class Observation(Frozen):
     observe_ms: float = 0.0
 
 
+class ModelTrace(Frozen):
+    """What the model side did for one step: every role's raw output, usage and latency."""
+
+    model: str
+    standin: bool = Field(description="answered by datagen's stand-in, not a model")
+    prompt_profile: str
+    prompt_version: str
+    roles: str = Field(description="roles called, in order, e.g. policy+localizer")
+    raw_output: str = Field(description="the policy role's raw text")
+    localizer_output: str | None = None
+    judge_output: str | None = None
+    thought: str = ""
+    note: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    attempts: int = 1
+    sent_width: int = Field(0, description="size of the image the model saw")
+    sent_height: int = 0
+
+
 class Decision(Frozen):
     """A policy's choice for one step."""
 
     action: Action
     target: Element | None = None
     note: str = ""
+    trace: ModelTrace | None = None
 
 
 # --------------------------------------------------------------------------- output rows
@@ -181,6 +203,11 @@ class RejectReason(StrEnum):
 
     NAVIGATION_FAILED = "navigation_failed"
     BROWSER_ERROR = "browser_error"
+    ENGINE_UNAVAILABLE = "engine_unavailable"
+    ENGINE_REJECTED = "engine_rejected"
+    MODEL_PARSE_ERROR = "model_parse_error"
+    MODEL_OFF_SCREEN = "model_off_screen"
+    ROUND_TRIP_MISS = "round_trip_miss"
     TIMEOUT_EPISODE = "timeout_episode"
     TASK_ERROR = "task_error"
     CHECK_ERROR = "check_error"
@@ -250,6 +277,22 @@ class StepRow(Provenance, RowBase):
     n_elements: int
     observe_ms: float
     act_ms: float
+    model: str | None = Field(None, description="served model name (vlm policy)")
+    model_standin: bool | None = Field(
+        None, description="true: the engine was datagen's stand-in, not a model"
+    )
+    prompt_profile: str | None = None
+    prompt_version: str | None = None
+    engine_roles: str | None = None
+    raw_output: str | None = Field(None, description="the policy role's raw answer")
+    localizer_output: str | None = None
+    judge_output: str | None = None
+    thought: str | None = None
+    note: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    engine_latency_ms: float | None = None
+    engine_attempts: int | None = None
 
 
 class EpisodeRow(Provenance, RowBase):
@@ -294,6 +337,15 @@ class GroundingRow(RowBase):
     image_height: int
     hit_test: bool
     url: str
+    model_expression: str | None = Field(
+        None, description="model-written expression, kept only if it round-trips"
+    )
+    round_trip_point_px: tuple[float, float] | None = Field(
+        None, description="where the localizer put the model's expression"
+    )
+    round_trip_ok: bool | None = Field(
+        None, description="that point is inside bbox_px; null: not asked"
+    )
 
 
 class RejectRow(RowBase):

@@ -11,10 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from datagen.config import ExplorePolicy, PolicyConfig, ScriptedPolicy
+from datagen.config import ExplorePolicy, PolicyConfig, ScriptedPolicy, VlmPolicy
+from datagen.engine.roles import Engines
 from datagen.policy.explore import Explorer
 from datagen.policy.scripted import Scripted
+from datagen.policy.vlm import PolicyFailure
+from datagen.policy.vlm import VlmPolicy as ModelPolicy
 from datagen.records import Decision, Observation, TaskSpec
+
+__all__ = ["Policy", "PolicyFailure", "make_policy"]
 
 
 class Policy(Protocol):
@@ -25,12 +30,21 @@ class Policy(Protocol):
     async def decide(self, obs: Observation, task: TaskSpec) -> Decision: ...
 
 
+def _model_policy(config: VlmPolicy, engines: Engines | None) -> Policy:
+    if engines is None:
+        raise RuntimeError("the vlm policy needs engines (the worker did not set them up)")
+    return ModelPolicy(config, engines)
+
+
 FACTORIES: dict[type, Callable[..., Policy]] = {
-    ExplorePolicy: lambda cfg, task, seed: Explorer(cfg, seed),
-    ScriptedPolicy: lambda cfg, task, seed: Scripted(task),
+    ExplorePolicy: lambda cfg, task, seed, engines: Explorer(cfg, seed),
+    ScriptedPolicy: lambda cfg, task, seed, engines: Scripted(task),
+    VlmPolicy: lambda cfg, task, seed, engines: _model_policy(cfg, engines),
 }
 
 
-def make_policy(config: PolicyConfig, task: TaskSpec, seed: int) -> Policy:
+def make_policy(
+    config: PolicyConfig, task: TaskSpec, seed: int, engines: Engines | None = None
+) -> Policy:
     """A fresh policy for one episode of `task`."""
-    return FACTORIES[type(config)](config, task, seed)
+    return FACTORIES[type(config)](config, task, seed, engines)

@@ -1,0 +1,132 @@
+"""A worker's model roles (policy, localizer, judge, writer) on their endpoints.
+
+    Engines.ask(role, messages, schema, model) ─► (parsed answer, ChatResult)
+
+One EngineClient per distinct URL, its pool and gate sized to this worker's share of the
+cluster-wide in-flight budget (so the sum over workers never exceeds it); one semaphore per
+role for its share of that. An answer that fails validation is asked again once at
+temperature 0, then becomes a ModelOutputError (a reject reason, not a crash).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from datagen.config import EngineConfig, PipelineConfig, RoleConfig, VlmPolicy
+from datagen.engine.client import ChatResult, EngineClient
+from datagen.engine.profiles import PROFILES, ModelOutputError, PromptProfile, Strict, parse_output
+
+
+@dataclass
+class Role:
+    name: str
+    config: RoleConfig
+    client: EngineClient
+    gate: asyncio.Semaphore
+    model: str = ""
+    standin: bool = False
+
+
+class Engines:
+    """Clients and gates of one worker; start() on the loop that will use them."""
+
+    def __init__(
+        self, engine: EngineConfig, roles: dict[str, RoleConfig], worker_budget: int
+    ) -> None:
+        self.engine = engine
+        self.role_configs = roles
+        self.worker_budget = max(1, worker_budget)
+        self.clients: dict[str, EngineClient] = {}
+        self.roles: dict[str, Role] = {}
+
+    async def start(self) -> None:
+        key = self.engine.api_key.get_secret_value() if self.engine.api_key else None
+        for name, config in self.role_configs.items():
+            url = config.url or self.engine.url
+            if not url:
+                raise ValueError(f"role {name} has no URL and engine.url is not set")
+            if url not in self.clients:
+                self.clients[url] = EngineClient(
+                    url,
+                    api_key=key,
+                    max_in_flight=self.worker_budget,
+                    timeout_s=config.timeout_s,
+                    retries=self.engine.retries,
+                )
+            client = self.clients[url]
+            share = max(1, math.floor(self.worker_budget * config.share))
+            self.roles[name] = Role(name, config, client, asyncio.Semaphore(share))
+        for role in self.roles.values():
+            info = await role.client.wait_ready(self.engine.ready_timeout_s)
+            role.model = role.config.model or info.id
+            role.standin = info.is_standin
+
+    async def close(self) -> None:
+        for client in self.clients.values():
+            await client.close()
+
+    def has(self, role: str) -> bool:
+        return role in self.roles
+
+    async def ask(
+        self, role: str, messages: list[dict[str, Any]], schema: dict[str, Any], model: type[Strict]
+    ) -> tuple[Any, ChatResult]:
+        """One call with a JSON Schema enforced server-side and checked here; re-asked once."""
+        r = self.roles[role]
+        payload: dict[str, Any] = {
+            "model": r.model,
+            "messages": messages,
+            "temperature": r.config.temperature,
+            "max_tokens": r.config.max_tokens,
+            "structured_outputs": {"json": schema},
+        }
+        result = await r.client.chat(payload, timeout_s=r.config.timeout_s, gate=r.gate)
+        try:
+            return parse_output(result.content, model), result
+        except ModelOutputError:
+            retry = await r.client.chat(
+                {**payload, "temperature": 0.0}, timeout_s=r.config.timeout_s, gate=r.gate
+            )
+            try:
+                return parse_output(retry.content, model), _merged(result, retry)
+            except ModelOutputError as exc:
+                raise ModelOutputError(f"{exc} (raw: {retry.content[:300]!r})") from None
+
+
+def _merged(first: ChatResult, second: ChatResult) -> ChatResult:
+    """The second answer, with the usage and time of both calls."""
+    return ChatResult(
+        content=second.content,
+        reasoning=second.reasoning,
+        finish_reason=second.finish_reason,
+        prompt_tokens=first.prompt_tokens + second.prompt_tokens,
+        completion_tokens=first.completion_tokens + second.completion_tokens,
+        latency_ms=first.latency_ms + second.latency_ms,
+        attempts=first.attempts + second.attempts,
+        request_id=second.request_id,
+        model=second.model,
+    )
+
+
+def roles_for(config: PipelineConfig) -> dict[str, RoleConfig]:
+    """The roles a pipeline calls: the vlm policy's, and the expression writer's."""
+    roles: dict[str, RoleConfig] = {}
+    if isinstance(config.policy, VlmPolicy):
+        roles["policy"] = config.policy.policy
+        if config.policy.localizer is not None:
+            roles["localizer"] = config.policy.localizer
+        if config.policy.judge is not None:
+            roles["judge"] = config.policy.judge
+    expressions = config.annotation.model_expressions
+    if expressions is not None:
+        roles["writer"] = expressions.writer
+    return roles
+
+
+def profile_for(config: PipelineConfig) -> PromptProfile:
+    """The prompt profile of the run (the vlm policy's, else the default)."""
+    name = config.policy.profile if isinstance(config.policy, VlmPolicy) else "holo2_norm1000"
+    return PROFILES[name]
