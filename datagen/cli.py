@@ -24,6 +24,15 @@ app = typer.Typer(
 console = Console()
 err_console = Console(stderr=True)
 
+
+def _add_engine_commands() -> None:
+    from datagen.engine.cli import engine_app
+
+    app.add_typer(engine_app, name="engine")
+
+
+_add_engine_commands()
+
 PipelineArg = Annotated[Path, typer.Argument(help="pipeline file (YAML)", show_default=False)]
 OutputOpt = Annotated[str | None, typer.Option("--output", "-o", help="override output.uri")]
 
@@ -57,6 +66,11 @@ def _show_plan(plan: Plan) -> None:
             f"{cfg.browser.viewport.width}×{cfg.browser.viewport.height} @{cfg.browser.device_scale_factor:g}x, {cfg.browser.image_format}",
         ),
         ("output", cfg.output.uri),
+        *(
+            [("engine", cfg.engine.url or "stand-in started by datagen (not a model)")]
+            if cfg.uses_engine
+            else []
+        ),
         ("run id", plan.run_id),
     ]
     for key, value in rows:

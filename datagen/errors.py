@@ -4,7 +4,8 @@
     ├── ConfigError              the pipeline file is wrong: names the key and the fix
     ├── SourceError              a task list cannot be read (missing file, bad line)
     ├── BrowserUnavailable       no Chromium to launch: says what to install
-    └── OutputError              the output location cannot be used (other run there, not writable)
+    ├── OutputError              the output location cannot be used (other run there, not writable)
+    └── EngineNotReady           the model server does not answer /health and /v1/models
 
 Per-task failures are *not* exceptions that escape a shard: they become `Reject` rows with a
 reason code (see `records.RejectReason`).
@@ -40,3 +41,7 @@ class BrowserUnavailable(DatagenError):
 
 class OutputError(DatagenError):
     """The output location cannot take this run."""
+
+
+class EngineNotReady(DatagenError):
+    """The model server is unreachable or not ready."""

@@ -238,7 +238,7 @@ async def _steps(
     success = None
     for index in range(task.max_steps or ctx.config.run.max_steps):
         obs = await session.observe()
-        success = await _check(session, task)
+        success = await _check(session, task, first=index == 0)
         if success:
             decision = Decision(action=Done(), note="check passed")
         else:
@@ -262,14 +262,22 @@ class CheckFailed(Exception):
     """The task's success check itself raised (bad JS, say): the task is at fault."""
 
 
-async def _check(session: Session, task: TaskSpec) -> bool | None:
-    """The task's success check on the live page; None when the task has none."""
+async def _check(session: Session, task: TaskSpec, first: bool = False) -> bool | None:
+    """The task's success check on the live page; None when the task has none.
+
+    A check that throws on the start page is broken (the task is at fault: CheckFailed).
+    Later, a throw means the page is no longer one the check understands (the agent went
+    elsewhere, an element it reads is gone): not solved.
+    """
     if task.check is None:
         return None
     try:
         return await session.check(task.check)
-    except Exception as exc:
-        raise CheckFailed(f"{type(exc).__name__}: {str(exc).splitlines()[0]}") from None
+    except PlaywrightError as exc:
+        if first:
+            raise CheckFailed(f"{type(exc).__name__}: {str(exc).splitlines()[0]}") from None
+        log.debug("check raised on %s: %s", session.page.url, exc, extra={"task_id": task.id})
+        return False
 
 
 async def _annotate(obs: Observation, index: int, out: EpisodeOutcome, ctx: ShardContext) -> None:

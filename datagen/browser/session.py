@@ -36,6 +36,7 @@ from datagen.records import Action, Element, Observation, SuccessCheck
 log = logging.getLogger(__name__)
 ELEMENTS_JS = (Path(__file__).parent / "elements.js").read_text(encoding="utf-8")
 MAX_ELEMENTS = 400
+CONCURRENT_LOADS = 4  # both cores saturate at ~4 active pages: more loads at once only time out
 CONTEXT_CLOSE_TIMEOUT_S = 10.0
 
 
@@ -56,6 +57,7 @@ class BrowserHost:
         self._browser: Browser | None = None
         self.version = ""
         self.playwright_version = metadata.version("playwright")
+        self._loads: asyncio.Semaphore | None = None
 
     async def start(self) -> None:
         self._playwright = await async_playwright().start()
@@ -109,7 +111,9 @@ class BrowserHost:
             page.set_default_timeout(cfg.action_timeout_s * 1000)
             page.set_default_navigation_timeout(cfg.navigation_timeout_s * 1000)
             cdp = await context.new_cdp_session(page)
-            yield Session(context, page, cdp, cfg)
+            if self._loads is None:
+                self._loads = asyncio.Semaphore(CONCURRENT_LOADS)
+            yield Session(context, page, cdp, cfg, self._loads)
         finally:
             try:
                 # A renderer stuck in a JS loop can make close slow: bounded, then move on.
@@ -122,12 +126,18 @@ class Session:
     """One episode's page: navigate, observe, act, check."""
 
     def __init__(
-        self, context: BrowserContext, page: Page, cdp: CDPSession, config: BrowserConfig
+        self,
+        context: BrowserContext,
+        page: Page,
+        cdp: CDPSession,
+        config: BrowserConfig,
+        loads: asyncio.Semaphore | None = None,
     ) -> None:
         self.context = context
         self.page = page
         self.cdp = cdp
         self.config = config
+        self._loads = loads or asyncio.Semaphore(CONCURRENT_LOADS)
 
     async def goto(self, url: str) -> None:
         """Load the start URL; an error status or a failed load raises NavigationFailed.
@@ -144,7 +154,8 @@ class Session:
 
         self.page.on("response", on_response)
         try:
-            await self.page.goto(url, wait_until="load")
+            async with self._loads:  # the timeout starts when the load does, not in the queue
+                await self.page.goto(url, wait_until="load")
         except Exception as exc:
             if statuses and statuses[-1] >= 400:
                 raise NavigationFailed(f"{url}: HTTP {statuses[-1]}") from None

@@ -23,6 +23,7 @@ from distributed import Client, LocalCluster, as_completed
 from datagen.config import ClusterConfig
 from datagen.plan import Plan
 from datagen.records import ShardResult
+from datagen.runtime.endpoint import engine_endpoint
 from datagen.runtime.plugin import BrowserPlugin
 from datagen.runtime.tasks import PROGRESS_TOPIC, run_shard_task
 from datagen.sink.manifest import finalize
@@ -73,6 +74,13 @@ def connect(config: ClusterConfig) -> Iterator[Client]:
             yield client
 
 
+def _worker_count(client: Client, config: ClusterConfig) -> int:
+    """Workers sharing the engine budget: the LocalCluster's, or those a scheduler has now."""
+    if not config.address:
+        return config.workers
+    return max(1, len(client.scheduler_info().get("workers", {})))
+
+
 def execute(plan: Plan, progress: RunProgress) -> RunSummary:
     """Run every pending shard of the plan and write the manifest."""
     started = time.perf_counter()
@@ -82,11 +90,13 @@ def execute(plan: Plan, progress: RunProgress) -> RunSummary:
     done = completed_shards(storage)
     pending = [i for i in plan.busy_shards if i not in done]
     summary = RunSummary(manifest={}, skipped_shards=sorted(done & set(plan.busy_shards)))
+    engine: dict[str, Any] = {}
     skipped_episodes = sum(len(plan.shards[i]) for i in summary.skipped_shards) * config.run.repeats
     if pending:
-        with connect(config.cluster) as client:
+        with engine_endpoint(config) as (config, engine), connect(config.cluster) as client:
             summary.dashboard = client.dashboard_link
-            client.register_plugin(BrowserPlugin(config))
+            budget = config.engine.max_in_flight // max(1, _worker_count(client, config.cluster))
+            client.register_plugin(BrowserPlugin(config, engine_budget=max(1, budget)))
             client.subscribe_topic(PROGRESS_TOPIC, lambda event: progress.episode(event[1]))
             progress.started(summary.dashboard, plan.episodes, skipped_episodes)
             futures = {
@@ -115,6 +125,6 @@ def execute(plan: Plan, progress: RunProgress) -> RunSummary:
             client.unsubscribe_topic(PROGRESS_TOPIC)
     else:
         progress.started("", plan.episodes, skipped_episodes)
-    summary.manifest = finalize(storage, plan.busy_shards)
+    summary.manifest = finalize(storage, plan.busy_shards, {"engine": engine} if engine else {})
     summary.seconds = time.perf_counter() - started
     return summary

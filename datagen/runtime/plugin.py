@@ -19,6 +19,7 @@ from distributed import WorkerPlugin
 
 from datagen.browser.session import BrowserHost
 from datagen.config import PipelineConfig
+from datagen.engine.roles import Engines, roles_for
 from datagen.source import sites_root
 from datagen.source.serve import SiteServer
 
@@ -32,12 +33,14 @@ class BrowserPlugin(WorkerPlugin):
 
     name = PLUGIN_NAME
 
-    def __init__(self, config: PipelineConfig) -> None:
+    def __init__(self, config: PipelineConfig, engine_budget: int = 0) -> None:
         self.config = config
+        self.engine_budget = engine_budget  # this worker's share of engine.max_in_flight
         self.loop: asyncio.AbstractEventLoop | None = None
         self.thread: threading.Thread | None = None
         self.host: BrowserHost | None = None
         self.sites: SiteServer | None = None
+        self.engines: Engines | None = None
 
     def setup(self, worker: Any) -> None:
         self.loop = asyncio.new_event_loop()
@@ -49,8 +52,14 @@ class BrowserPlugin(WorkerPlugin):
         host = BrowserHost(self.config.browser)
         try:
             self.run(host.start(), timeout=120)
+            if self.config.uses_engine:
+                engines = Engines(self.config.engine, roles_for(self.config), self.engine_budget)
+                self.engines = engines
+                self.run(engines.start(), timeout=self.config.engine.ready_timeout_s + 10)
         except BaseException:
-            self.teardown(worker)  # leave no loop thread, server or driver behind
+            self.host = host
+            self.teardown(worker)  # leave no loop thread, server, driver or client behind
+            self.host = None
             raise
         self.host = host  # only a started browser is ever exposed
 
@@ -61,6 +70,11 @@ class BrowserPlugin(WorkerPlugin):
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     def teardown(self, worker: Any) -> None:
+        if self.engines is not None:
+            try:
+                self.run(self.engines.close(), timeout=30)
+            except Exception:
+                log.warning("engine clients close failed", exc_info=True)
         if self.host is not None:
             try:
                 self.run(self.host.close(), timeout=30)

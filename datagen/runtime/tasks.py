@@ -37,5 +37,6 @@ def run_shard_task(
         storage=open_storage(config.output.uri),
         resolve_url=plugin.sites.resolve,
         on_episode=on_episode,
+        engines=plugin.engines,
     )
     return plugin.run(run_shard(shard, tasks, ctx))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -20,14 +21,22 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass  # one line per request on the worker's stderr is noise
 
 
+class _QuietServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A browser that closed a context mid-download is normal here, not an error."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class SiteServer:
     """A static file server over a sites folder, on its own thread. Use as a context manager."""
 
     def __init__(self, root: Path = BUNDLED_SITES) -> None:
         self.root = Path(root)
         handler = functools.partial(_QuietHandler, directory=str(self.root))
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
+        self._server = _QuietServer(("127.0.0.1", 0), handler)
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="datagen-sites", daemon=True
         )

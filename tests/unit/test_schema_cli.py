@@ -57,7 +57,8 @@ def test_parquet_round_trip(tmp_path: Path) -> None:
     assert ImageData(bytes=b"x").path is None
 
 
-def test_every_pipeline_file_validates() -> None:
+def test_every_pipeline_file_validates(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DATAGEN_ENGINE_URL", "http://127.0.0.1:8000")
     files = sorted((REPO / "pipelines").glob("*.yaml"))
     assert files
     for path in files:

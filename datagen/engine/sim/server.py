@@ -405,6 +405,10 @@ class SimServer:
         await self._stop.wait()
         await self._runner.cleanup()
 
+    def wait(self) -> None:
+        """Block until the server stops (Ctrl-C in the CLI)."""
+        self._thread.join()
+
     def stop(self) -> None:
         if self._stop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
