@@ -94,10 +94,16 @@ async def run_shard(shard: int, tasks: list[TaskSpec], ctx: ShardContext) -> Sha
     """Run every episode of a shard (`sessions_per_worker` at once), then write its parts."""
     started = time.perf_counter()
     gate = asyncio.Semaphore(ctx.config.cluster.sessions_per_worker)
+    active = [0, 0]  # in flight now, most at once
 
     async def one(task: TaskSpec, repeat: int) -> EpisodeOutcome:
         async with gate:
-            outcome = await run_episode(task, repeat, ctx)
+            active[0] += 1
+            active[1] = max(active)
+            try:
+                outcome = await run_episode(task, repeat, ctx)
+            finally:
+                active[0] -= 1
         ctx.on_episode(
             {
                 "shard": shard,
@@ -128,6 +134,7 @@ async def run_shard(shard: int, tasks: list[TaskSpec], ctx: ShardContext) -> Sha
         solved=sum(1 for e in tables["episodes"] if e.success),
         reject_reasons=dict(Counter(r.reason for r in tables["rejects"])),
         seconds=round(time.perf_counter() - started, 3),
+        peak_sessions=active[1],
     )
     await asyncio.to_thread(write_shard, ctx.storage, shard, tables, result.model_dump())
     return result

@@ -370,4 +370,5 @@ class ShardResult(Frozen):
     solved: int
     reject_reasons: dict[str, int]
     seconds: float
+    peak_sessions: int = Field(0, description="most episodes this shard had in flight at once")
     skipped: bool = False

@@ -78,8 +78,10 @@ def _value(
         return rng.random() < 0.5
     if kind == "null":
         return None
-    words = rng.randint(max(1, s.get("minLength", 1) // 4 + 1), 8)
-    text = " ".join(rng.choice(WORDS) for _ in range(words))
+    words = [rng.choice(WORDS) for _ in range(rng.randint(1, 8))]
+    while len(" ".join(words)) < s.get("minLength", 0):
+        words.append(rng.choice(WORDS))
+    text = " ".join(words)
     return text[: s["maxLength"]] if "maxLength" in s else text
 
 

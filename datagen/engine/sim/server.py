@@ -17,7 +17,7 @@ import uuid
 from typing import Any
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import generate_latest
 
 from datagen.engine.sim.answers import answer_text
 from datagen.engine.sim.config import STANDIN_OWNER, SimConfig
@@ -26,6 +26,7 @@ from datagen.engine.sim.metrics import SimMetrics
 from datagen.engine.sim.protocol import ApiError, measure, parse_body
 
 log = logging.getLogger(__name__)
+METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 ENGINE_KEY = web.AppKey("engine", SimEngine)
 STATE_KEY = web.AppKey("state", dict)
 
@@ -319,7 +320,8 @@ async def _health(request: web.Request) -> web.Response:
 async def _metrics(request: web.Request) -> web.Response:
     engine = request.app[ENGINE_KEY]
     body = generate_latest(engine.metrics.registry)
-    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+    # vLLM 0.14.1 serves the 0.0.4 text format (newer prometheus_client says 1.0.0).
+    return web.Response(body=body, headers={"Content-Type": METRICS_CONTENT_TYPE})
 
 
 async def _stats(request: web.Request) -> web.Response:
@@ -398,7 +400,11 @@ class SimServer:
         self._stop = asyncio.Event()
         if self.not_ready_s:
             await asyncio.sleep(self.not_ready_s)
-        self._runner = web.AppRunner(make_app(self.config), access_log=None)
+        # handler_cancellation: a client that hangs up cancels its handler, which aborts the
+        # request in the engine, as vLLM does (aiohttp leaves handlers running by default).
+        self._runner = web.AppRunner(
+            make_app(self.config), access_log=None, handler_cancellation=True
+        )
         await self._runner.setup()
         await web.TCPSite(self._runner, self.host, self.port).start()
         self._ready.set()
