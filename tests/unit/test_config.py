@@ -96,7 +96,7 @@ def test_screenshot_sizes_must_be_whole_pixels(tmp_path: Path) -> None:
         tmp_path,
         "sources: [{type: sites}]\noutput: {uri: o}\nbrowser: {viewport: {width: 1366, height: 768}, device_scale_factor: 1.25}\n",
     )
-    with pytest.raises(ConfigError, match="1707.5 is not a whole number"):
+    with pytest.raises(ConfigError, match=r"1707\.5 is not a whole number"):
         load_pipeline(path)
 
 

@@ -104,7 +104,7 @@ def test_parse_errors_say_what_is_wrong() -> None:
         parse_output('{"thought": "t"', NavStep)
     with pytest.raises(ModelOutputError, match="action"):
         parse_output('{"thought": "t", "note": ""}', NavStep)
-    with pytest.raises(ModelOutputError, match="action.click.x"):
+    with pytest.raises(ModelOutputError, match=r"action\.click\.x"):
         parse_output(
             '{"thought": "t", "note": "", "action": {"type": "click", "element": "e", "x": "far", "y": 1}}',
             NavStep,
