@@ -28,7 +28,7 @@ from datagen.source.readers import (
     read_webvoyager,
 )
 
-__all__ = ["BUNDLED_SITES", "SITE_SCHEME", "load_tasks", "shard_of", "shard_tasks", "sites_root"]
+__all__ = ["BUNDLED_SITES", "SITE_SCHEME", "load_tasks", "shard_tasks", "task_key", "sites_root"]
 
 
 def _readers(config: PipelineConfig) -> dict[type, Callable[..., list[TaskSpec]]]:
@@ -63,19 +63,21 @@ def load_tasks(config: PipelineConfig) -> list[TaskSpec]:
     return tasks
 
 
-def shard_of(task_id: str, n_shards: int) -> int:
-    """Stable shard of a task: the same id lands in the same shard on every machine and run."""
-    digest = hashlib.sha256(task_id.encode()).digest()
-    return int.from_bytes(digest[:8], "big") % n_shards
+def task_key(task_id: str) -> str:
+    """The stable sort key of a task: a hash of its id, the same on every machine and run."""
+    return hashlib.sha256(task_id.encode()).hexdigest()
 
 
 def shard_tasks(tasks: list[TaskSpec], tasks_per_shard: int) -> list[list[TaskSpec]]:
-    """Split tasks into ceil(n / tasks_per_shard) shards by stable hash of the task id."""
-    n_shards = max(1, math.ceil(len(tasks) / tasks_per_shard))
-    shards: list[list[TaskSpec]] = [[] for _ in range(n_shards)]
-    for task in tasks:
-        shards[shard_of(task.id, n_shards)].append(task)
-    return shards
+    """Full shards of `tasks_per_shard` (the last may be smaller), in order of the hashed ids.
+
+    Hashing spreads each site's tasks over the shards; chunking keeps shards equal, so no
+    worker idles behind one oversized shard. The same task list always gives the same shards
+    (and the run id covers the task list, so a resumed run sees the same assignment).
+    """
+    ordered = sorted(tasks, key=lambda t: task_key(t.id))
+    n_shards = max(1, math.ceil(len(ordered) / tasks_per_shard))
+    return [ordered[i * tasks_per_shard : (i + 1) * tasks_per_shard] for i in range(n_shards)]
 
 
 def sites_root(config: PipelineConfig) -> Path:

@@ -5,7 +5,7 @@ import pytest
 
 from datagen.errors import ConfigError, SourceError
 from datagen.plan import make_plan
-from datagen.source import BUNDLED_SITES, shard_of, shard_tasks
+from datagen.source import BUNDLED_SITES, shard_tasks, task_key
 from datagen.source.readers import list_sites, read_native, read_sites, read_urls, read_webvoyager
 from tests.conftest import make_config
 
@@ -94,13 +94,19 @@ def test_bundled_sites() -> None:
         read_sites(BUNDLED_SITES, ["nope"])
 
 
-def test_sharding_is_stable_and_complete() -> None:
-    # a fixed value: the hash must not depend on the process (PYTHONHASHSEED) or machine
-    assert shard_of("todo-add-item", 1000) == 721
+def test_sharding_is_stable_balanced_and_complete() -> None:
     tasks = read_sites(BUNDLED_SITES)
     shards = shard_tasks(tasks, 4)
-    assert len(shards) == -(-len(tasks) // 4)
+    assert [len(s) for s in shards] == [4] * (len(tasks) // 4) + (
+        [len(tasks) % 4] if len(tasks) % 4 else []
+    )
     assert sorted(t.id for s in shards for t in s) == sorted(t.id for t in tasks)
+    # fixed, machine-independent order: sha256 of the id (not Python's salted hash)
+    assert (
+        task_key("todo-add-item")
+        == "4c1228fe4ceaaac102b0389c8ab1cf36cbeae4f968b57390cb891dd4e07f229c"
+    )
+    assert shard_tasks(list(reversed(tasks)), 4) == shards  # file order does not matter
 
 
 def test_plan_duplicate_ids_and_empty_lists(tmp_path: Path) -> None:
