@@ -28,7 +28,7 @@ from datagen.source.readers import (
     read_webvoyager,
 )
 
-__all__ = ["BUNDLED_SITES", "SITE_SCHEME", "load_tasks", "shard_tasks", "task_key", "sites_root"]
+__all__ = ["BUNDLED_SITES", "SITE_SCHEME", "load_tasks", "shard_tasks", "sites_root", "task_key"]
 
 
 def _readers(config: PipelineConfig) -> dict[type, Callable[..., list[TaskSpec]]]:

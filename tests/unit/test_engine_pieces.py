@@ -109,3 +109,14 @@ def test_parse_errors_say_what_is_wrong() -> None:
             '{"thought": "t", "note": "", "action": {"type": "click", "element": "e", "x": "far", "y": 1}}',
             NavStep,
         )
+
+
+def test_stand_in_is_calibrated_to_holotron_on_one_h100() -> None:
+    """100 sequences decoding give ≈ 8,900 output tokens/s (the published Holotron-12B figure)."""
+    from datagen.engine.sim.config import SimConfig
+    from datagen.engine.sim.engine import saturated_rate
+
+    tokens_per_s = saturated_rate(SimConfig(max_num_seqs=100), 1, 1000, requests=600) * 1000
+    assert 8_700 < tokens_per_s < 9_100
+    # image-heavy prompts make prefill dominate: far fewer requests per second
+    assert saturated_rate(SimConfig(max_num_seqs=100), 2800, 45, requests=600) < 10

@@ -117,6 +117,14 @@ class SimEngine:
             await self.step()
 
     async def step(self) -> None:
+        work, seconds = self.plan_step()
+        started = time.monotonic()
+        await asyncio.sleep(seconds)
+        self.busy_seconds += time.monotonic() - started
+        self.complete_step(work, time.monotonic())
+
+    def plan_step(self) -> tuple[StepWork, float]:
+        """Schedule one engine step; returns the work and how long the step takes."""
         cfg = self.config
         work = self._schedule()
         seconds = (
@@ -125,13 +133,12 @@ class SimEngine:
             + cfg.per_prefill_token_ms * work.prefill
             + cfg.per_tile_ms * work.tiles
         ) / 1000
-        seconds /= cfg.speed_factor
-        started = time.monotonic()
-        await asyncio.sleep(seconds)
-        self.busy_seconds += time.monotonic() - started
+        return work, seconds / cfg.speed_factor
+
+    def complete_step(self, work: StepWork, now: float) -> None:
+        """The step is over: its tokens come out, finished requests leave."""
         self.steps += 1
         self.labelled(self.metrics.iteration).observe(work.decode + work.prefill)
-        now = time.monotonic()
         for request in work.emit:
             self._emit(request, now)
         self._publish()
@@ -234,3 +241,32 @@ class SimEngine:
 
     def labelled(self, metric: Any) -> Any:
         return self.metrics.labelled(metric)
+
+
+def saturated_rate(
+    config: SimConfig,
+    prompt_tokens: int,
+    completion_tokens: int,
+    tiles: int = 0,
+    requests: int = 3000,
+) -> float:
+    """Completed requests per second the engine model gives with a queue that never runs dry:
+    the theoretical maximum a client can reach for this request shape (virtual clock, after
+    a third of the requests as warm-up)."""
+    engine = SimEngine(config, SimMetrics(config.served_model_name, config.max_model_len))
+    answer = "x" * (completion_tokens * BYTES_PER_TOKEN)
+    clock, made = 0.0, 0
+    window: tuple[float, int] | None = None
+    while engine.completed < requests:
+        while len(engine.waiting) < config.max_num_seqs:
+            engine.waiting.append(
+                SimRequest(str(made), prompt_tokens, tiles, completion_tokens, answer)
+            )
+            made += 1
+        work, seconds = engine.plan_step()
+        clock += seconds
+        engine.complete_step(work, clock)
+        if window is None and engine.completed >= requests // 3:
+            window = (clock, engine.completed)
+    assert window is not None
+    return (engine.completed - window[1]) / (clock - window[0])
