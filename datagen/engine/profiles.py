@@ -238,15 +238,7 @@ class PromptProfile:
             f" * You must output a valid JSON following the format: {json.dumps(self.point_schema(image))}\n"
             f" * {self.frame_text(image)}.\n Your target is:\n{target}"
         )
-        return [
-            {
-                "role": "user",
-                "content": [
-                    {"type": "image_url", "image_url": {"url": image.data_url}},
-                    {"type": "text", "text": text},
-                ],
-            }
-        ]
+        return _image_turn(image, text)
 
     def expression_messages(self, image: SentImage, box: list[int]) -> list[dict[str, Any]]:
         text = (
@@ -254,15 +246,7 @@ class PromptProfile:
             "Write one short referring expression that lets a person find exactly this element on the screen, "
             f"as JSON: {json.dumps(Expression.model_json_schema())}"
         )
-        return [
-            {
-                "role": "user",
-                "content": [
-                    {"type": "image_url", "image_url": {"url": image.data_url}},
-                    {"type": "text", "text": text},
-                ],
-            }
-        ]
+        return _image_turn(image, text)
 
     def judge_messages(self, task: str, answer: str, image: SentImage) -> list[dict[str, Any]]:
         text = (
@@ -270,15 +254,20 @@ class PromptProfile:
             "Looking at the final screen, did it succeed? Answer as JSON: "
             f"{json.dumps(Verdict.model_json_schema())}"
         )
-        return [
-            {
-                "role": "user",
-                "content": [
-                    {"type": "image_url", "image_url": {"url": image.data_url}},
-                    {"type": "text", "text": text},
-                ],
-            }
-        ]
+        return _image_turn(image, text)
+
+
+def _image_turn(image: SentImage, text: str) -> list[dict[str, Any]]:
+    """One user turn: the screenshot, then the instruction (the order H's cookbooks use)."""
+    return [
+        {
+            "role": "user",
+            "content": [
+                {"type": "image_url", "image_url": {"url": image.data_url}},
+                {"type": "text", "text": text},
+            ],
+        }
+    ]
 
 
 PROFILES = {
