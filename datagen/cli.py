@@ -154,6 +154,32 @@ def _show_summary(summary: RunSummary) -> None:
 
 
 @app.command()
+def inspect(
+    uri: Annotated[str, typer.Argument(help="output folder or s3://bucket/prefix")],
+    html_out: Annotated[
+        Path | None, typer.Option("--html", help="write a gallery page here")
+    ] = None,
+    episodes: Annotated[int, typer.Option(help="episodes in the gallery")] = 20,
+    endpoint_url: Annotated[str | None, typer.Option(help="S3-compatible endpoint")] = None,
+) -> None:
+    """Summarise a dataset (committed shards only); optionally write an HTML gallery."""
+    from datagen.observe.inspect import gallery, load, summary
+
+    try:
+        tables = load(uri, endpoint_url)
+    except (OSError, ValueError) as exc:
+        raise _fail(exc) from None
+    facts = summary(tables)
+    table = Table(title=f"dataset {uri}", show_header=False)
+    for key, value in facts.items():
+        table.add_row(key.replace("_", " "), str(value))
+    console.print(table)
+    if html_out is not None:
+        html_out.write_text(gallery(tables, episodes), encoding="utf-8")
+        console.print(f"wrote {html_out}")
+
+
+@app.command()
 def schemas(
     check: Annotated[bool, typer.Option("--check", help="fail if schemas/ is out of date")] = False,
 ) -> None:

@@ -244,17 +244,24 @@ class ValidationConfig(Section):
 
 
 class OutputConfig(Section):
-    uri: str = Field(
-        description="output folder, relative to the current folder (s3:// arrives with the S3 sink)"
+    uri: str = Field(description="a folder (relative to the current one) or s3://bucket/prefix")
+    endpoint_url: str | None = Field(
+        None,
+        description="S3-compatible endpoint (MinIO, moto); accepts ${VAR}; default: boto3's AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL",
+    )
+    multipart_threshold_mb: int = Field(
+        16, ge=5, le=5120, description="S3 uploads above this size go multipart"
     )
 
     @model_validator(mode="after")
-    def _local_only(self) -> OutputConfig:
-        if "://" in self.uri and not self.uri.startswith("file://"):
+    def _scheme(self) -> OutputConfig:
+        scheme = self.uri.split("://", 1)[0] if "://" in self.uri else "file"
+        if scheme not in ("file", "s3"):
             raise ValueError(
-                f"'{self.uri}': only local folders are supported in this version; "
-                "use a path such as output/demo"
+                f"'{self.uri}': output goes to a local folder or s3://bucket/prefix, not {scheme}://"
             )
+        if scheme == "s3" and not self.uri[5:].split("/", 1)[0]:
+            raise ValueError(f"'{self.uri}' has no bucket; write s3://bucket/prefix")
         return self
 
 
@@ -282,7 +289,7 @@ class ClusterConfig(Section):
 class RunConfig(Section):
     seed: int = Field(0, description="seed of every random choice (per episode: seed + task id)")
     max_steps: int = Field(
-        12, ge=1, le=500, description="step budget per episode unless the task sets one"
+        12, ge=1, le=500, description="step budget of every episode (a task's own max_steps may lower it)"
     )
     tasks_per_shard: int = Field(4, ge=1, description="tasks per Dask task (shard)")
     repeats: int = Field(1, ge=1, le=1000, description="episodes per task (different seeds)")
@@ -369,7 +376,7 @@ def load_pipeline(path: str | Path, output: str | None = None) -> PipelineConfig
     return parse_pipeline(data)
 
 
-ENV_KEYS = ("url", "api_key")
+ENV_KEYS = ("url", "api_key", "endpoint_url")
 ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 

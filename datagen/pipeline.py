@@ -243,7 +243,8 @@ async def _steps(
 ) -> tuple[str, str, bool | None] | None:
     """observe → check → decide → validate → act, until done or the budget; None if rejected."""
     success = None
-    for index in range(task.max_steps or ctx.config.run.max_steps):
+    budget = ctx.config.run.max_steps  # the run caps every episode; a task may ask for fewer
+    for index in range(min(task.max_steps or budget, budget)):
         obs = await session.observe()
         success = await _check(session, task, first=index == 0)
         if success:

@@ -27,7 +27,7 @@ from datagen.runtime.endpoint import engine_endpoint
 from datagen.runtime.plugin import BrowserPlugin
 from datagen.runtime.tasks import PROGRESS_TOPIC, run_shard_task
 from datagen.sink.manifest import finalize
-from datagen.sink.storage import open_storage
+from datagen.sink.storage import output_storage
 from datagen.sink.writer import claim_output, completed_shards
 
 log = logging.getLogger(__name__)
@@ -85,7 +85,7 @@ def execute(plan: Plan, progress: RunProgress) -> RunSummary:
     """Run every pending shard of the plan and write the manifest."""
     started = time.perf_counter()
     config = plan.config
-    storage = open_storage(config.output.uri)
+    storage = output_storage(config.output)
     claim_output(storage, plan.run_id, config.model_dump(mode="json"))
     done = completed_shards(storage)
     pending = [i for i in plan.busy_shards if i not in done]

@@ -10,7 +10,7 @@ from datagen.config import PipelineConfig
 from datagen.pipeline import ShardContext, run_shard
 from datagen.records import ShardResult, TaskSpec
 from datagen.runtime.plugin import PLUGIN_NAME, BrowserPlugin
-from datagen.sink.storage import open_storage
+from datagen.sink.storage import output_storage
 
 PROGRESS_TOPIC = "datagen-progress"
 
@@ -34,7 +34,7 @@ def run_shard_task(
         config=config,
         run_id=run_id,
         host=plugin.host,
-        storage=open_storage(config.output.uri),
+        storage=output_storage(config.output),
         resolve_url=plugin.sites.resolve,
         on_episode=on_episode,
         engines=plugin.engines,

@@ -10,6 +10,8 @@ import tempfile
 from pathlib import Path
 from typing import Protocol
 
+from datagen.config import OutputConfig
+
 
 class Storage(Protocol):
     """Flat key → bytes store rooted at the run's output location."""
@@ -66,6 +68,17 @@ class LocalStorage:
         )
 
 
-def open_storage(uri: str) -> Storage:
-    """The storage for an output URI (local folders; `s3://` arrives with the S3 sink)."""
+def open_storage(
+    uri: str, endpoint_url: str | None = None, multipart_threshold_mb: int = 16
+) -> Storage:
+    """The storage for an output URI: `s3://bucket/prefix` or a local folder."""
+    if uri.startswith("s3://"):
+        from datagen.sink.s3 import S3Storage
+
+        return S3Storage(uri, endpoint_url, multipart_threshold_mb)
     return LocalStorage(uri)
+
+
+def output_storage(output: OutputConfig) -> Storage:
+    """The storage a pipeline's `output:` section names."""
+    return open_storage(output.uri, output.endpoint_url, output.multipart_threshold_mb)

@@ -65,12 +65,15 @@ def test_missing_file_and_non_mapping(tmp_path: Path) -> None:
         load_pipeline(write(tmp_path, "- a\n- b\n"))
 
 
-def test_output_override_and_remote_output_refused(tmp_path: Path) -> None:
-    path = write(tmp_path, "sources: [{type: sites}]\noutput: {uri: s3://bucket/x}\n")
-    with pytest.raises(ConfigError, match="only local folders"):
+def test_output_uri_schemes(tmp_path: Path) -> None:
+    path = write(tmp_path, "sources: [{type: sites}]\noutput: {uri: 'gs://bucket/x'}\n")
+    with pytest.raises(ConfigError, match="local folder or s3://bucket/prefix, not gs://"):
         load_pipeline(path)
     config = load_pipeline(path, output=str(tmp_path / "local"))
     assert config.output.uri == str(tmp_path / "local")
+    assert load_pipeline(path, output="s3://bucket/runs/a").output.uri == "s3://bucket/runs/a"
+    with pytest.raises(ConfigError, match="has no bucket"):
+        load_pipeline(path, output="s3:///x")
 
 
 def test_output_hash_ignores_where_and_who() -> None:
