@@ -12,7 +12,7 @@ from importlib import metadata
 from typing import Any
 
 from datagen import SCHEMA_VERSION, __version__
-from datagen.sink.schema import TABLES
+from datagen.sink.schema import TABLES, arrow_schema
 from datagen.sink.storage import Storage
 from datagen.sink.writer import MANIFEST, RUN_FILE, read_markers
 
@@ -79,6 +79,28 @@ def _remove_uncommitted_parts(storage: Storage, markers: list[dict[str, Any]]) -
                 storage.delete(key)
 
 
+def dataset_info(manifest: dict[str, Any]) -> str:
+    """The card's `dataset_info` YAML: each table's features and row count, from the schema."""
+    lines = ["dataset_info:"]
+    for table, model in TABLES.items():
+        features = json.loads(arrow_schema(model).metadata[b"huggingface"])["info"]["features"]
+        lines += [f"- config_name: {table}", "  features:"]
+        for name, feature in features.items():
+            lines += [f"  - name: {name}", f"    {_feature_yaml(feature)}"]
+        info = manifest["tables"][table]
+        size = sum(f["bytes"] for f in info["files"])
+        lines += ["  splits:", "  - name: train", f"    num_bytes: {size}", f"    num_examples: {info['rows']}"]
+    return "\n".join(lines)
+
+
+def _feature_yaml(feature: dict[str, Any]) -> str:
+    if feature["_type"] == "Image":
+        return "dtype: image"
+    if feature["_type"] == "List":
+        return f"sequence: {feature['feature']['dtype']}"
+    return f"dtype: {feature['dtype']}"
+
+
 def _engine_note(manifest: dict[str, Any]) -> str:
     engine = manifest.get("engine")
     if not engine:
@@ -94,6 +116,7 @@ def _engine_note(manifest: dict[str, Any]) -> str:
 
 def dataset_card(manifest: dict[str, Any]) -> str:
     """A Hugging Face dataset card: one config per table, counts, provenance."""
+    info = dataset_info(manifest)
     configs = "\n".join(f'- config_name: {t}\n  data_files: "{t}/*.parquet"' for t in TABLES)
     counts = "\n".join(
         f"| {t} | {info['rows']} | {len(info['files'])} |" for t, info in manifest["tables"].items()
@@ -106,6 +129,7 @@ def dataset_card(manifest: dict[str, Any]) -> str:
     return f"""---
 configs:
 {configs}
+{info}
 tags:
 - computer-use
 - gui-grounding

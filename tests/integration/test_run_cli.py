@@ -99,7 +99,12 @@ def check_dataset(out: Path, width: int, height: int) -> dict[str, list[dict]]: 
     for g in tables["grounding"]:
         x1, y1, x2, y2 = g["bbox_px"]
         assert 0 <= x1 < x2 <= width and 0 <= y1 < y2 <= height and g["referring_expression"]
-    assert "config_name: steps" in (out / "README.md").read_text()
+    card = yaml.safe_load((out / "README.md").read_text().split("---")[1])
+    info = {c["config_name"]: c for c in card["dataset_info"]}
+    for table, table_rows in tables.items():
+        assert info[table]["splits"][0]["num_examples"] == len(table_rows)
+    assert {"name": "screenshot", "dtype": "image"} in info["steps"]["features"]
+    assert [c["data_files"] for c in card["configs"]] == [f"{t}/*.parquet" for t in TABLES]
     return tables
 
 
@@ -188,3 +193,140 @@ def test_killed_run_resumes_without_duplicates(reference: Path, workdir: Path) -
         assert max(got.values()) == 1, f"duplicate {table} rows"
         if table == "episodes":
             assert got == want  # exactly the reference's episodes, each once
+
+
+def test_s3_output_with_transient_failures_reads_back_everywhere(
+    reference: Path, workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full run to s3:// (moto's server over HTTP) through a proxy that throttles every 3rd
+    upload: the committed rows equal the reference run's, once each, readable by pyarrow,
+    DuckDB and `datasets` with images intact; no secret reaches the output."""
+    import boto3
+
+    from datagen import read_committed
+    from tests.s3server import CREDENTIALS, FlakyProxy, moto_s3
+
+    for key, value in CREDENTIALS.items():
+        monkeypatch.setenv(key, value)
+    with moto_s3() as endpoint, FlakyProxy(endpoint, every=3) as proxy:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_S3", proxy.url)  # boto3's own variable
+        result = datagen(
+            "run", str(workdir / "pipeline.yaml"), "--output", "s3://datagen-test/runs/one"
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert proxy.failed >= 3  # uploads really failed on the way, and were retried
+        monkeypatch.setenv("AWS_ENDPOINT_URL_S3", endpoint)
+        uri = "s3://datagen-test/runs/one"
+        got = {t: read_committed(uri, t).to_table() for t in TABLES}
+        want = {t: len(rows(reference, t)) for t in TABLES}
+        assert {t: table.num_rows for t, table in got.items()} == want
+        episode_ids = got["episodes"].column("episode_id").to_pylist()
+        assert sorted(episode_ids) == sorted(r["episode_id"] for r in rows(reference, "episodes"))
+        step = got["steps"].slice(0, 1).to_pylist()[0]
+        assert Image.open(io.BytesIO(step["screenshot"]["bytes"])).size == (1536, 960)
+
+        duckdb = pytest.importorskip("duckdb")
+        steps_arrow = got["steps"]  # noqa: F841 - DuckDB finds it by name
+        counted = duckdb.sql("select count(distinct episode_id) from steps_arrow").fetchall()[0][0]
+        assert counted == len(episode_ids)
+
+        s3 = boto3.client("s3", endpoint_url=endpoint)
+        keys = [
+            o["Key"]
+            for o in s3.list_objects_v2(Bucket="datagen-test", Prefix="runs/one/")["Contents"]
+        ]
+        for key in keys:
+            body = s3.get_object(Bucket="datagen-test", Key=key)["Body"].read()
+            assert CREDENTIALS["AWS_SECRET_ACCESS_KEY"].encode() not in body
+            if key.startswith("runs/one/steps/"):
+                (tmp_path / key.rsplit("/", 1)[-1]).write_bytes(body)
+        assert "runs/one/_manifest.json" in keys and "runs/one/README.md" in keys
+    datasets = pytest.importorskip("datasets")
+    loaded = datasets.load_dataset("parquet", data_files=str(tmp_path / "*.parquet"), split="train")
+    assert loaded.num_rows == want["steps"] and loaded[0]["screenshot"].size == (1536, 960)
+
+
+def test_worker_killed_mid_shard_leaves_each_row_once(reference: Path, workdir: Path) -> None:
+    """SIGKILL one Dask worker while shards run: the nanny restarts it, the shard runs again,
+    and the committed rows are the reference's, each once."""
+    import psutil
+
+    out = workdir / "worker-killed"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "datagen", "run", str(workdir / "pipeline.yaml"), "--output", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    killed = None
+    deadline = time.monotonic() + 120
+    while killed is None and time.monotonic() < deadline and proc.poll() is None:
+        steps_started = (out / "_run.json").exists()
+        workers = [
+            p for p in psutil.Process(proc.pid).children() if "spawn_main" in " ".join(p.cmdline())
+        ]
+        browsers_busy = steps_started and any(len(w.children(recursive=True)) > 3 for w in workers)
+        if (
+            browsers_busy
+            and len(list((out / "_markers").glob("*.json")) if (out / "_markers").exists() else [])
+            >= 1
+        ):
+            killed = workers[0]
+            killed.kill()
+        time.sleep(0.2)
+    output, _ = proc.communicate(timeout=300)
+    assert killed is not None, "no worker was killed: the run ended first"
+    if proc.returncode != 0:  # a shard may exhaust its retries; a rerun finishes it
+        rerun = datagen("run", str(workdir / "pipeline.yaml"), "--output", str(out))
+        assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    manifest = json.loads((out / "_manifest.json").read_text())
+    assert manifest["complete"], output
+    for table in ("episodes", "steps"):
+        got = Counter(r["episode_id"] for r in rows(out, table))
+        want = Counter(r["episode_id"] for r in rows(reference, table))
+        assert set(got) == set(want)
+        if table == "episodes":
+            assert got == want  # one row per episode, none duplicated by the retry
+
+
+def test_inspect_summary_and_gallery_drawn_where_the_data_says(
+    reference: Path, tmp_path: Path, browser_plugin
+) -> None:  # type: ignore[no-untyped-def]
+    page_file = tmp_path / "gallery.html"
+    result = datagen("inspect", str(reference), "--html", str(page_file), "--episodes", "3")
+    assert result.returncode == 0, result.stderr
+    assert (
+        "success rate" in result.stdout and "1536x960" in result.stdout and "rows" in result.stdout
+    )
+
+    async def look():  # type: ignore[no-untyped-def]
+        async with browser_plugin.host.session() as session:
+            await session.page.goto(page_file.as_uri())
+            figures = await session.page.evaluate(
+                """() => [...document.querySelectorAll('figure.step')].map(f => {
+                    const r = f.querySelector('.shot').getBoundingClientRect();
+                    const c = f.querySelector('circle.click');
+                    return {step: +f.dataset.step, box: [r.x, r.y, r.width, r.height],
+                            click: c ? [+c.getAttribute('cx'), +c.getAttribute('cy')] : null,
+                            episode: f.closest('section').id};
+                })"""
+            )
+            clicked = next(f for f in figures if f["click"] and f["box"][1] + f["box"][3] < 800)
+            await session.page.set_viewport_size({"width": 1280, "height": 1000})
+            shot = await session.page.screenshot(
+                clip={"x": 0, "y": 0, "width": 1280, "height": 1000}
+            )
+            return figures, clicked, shot
+
+    figures, clicked, shot = browser_plugin.run(look())
+    steps = {(s["episode_id"], s["step_index"]): s for s in rows(reference, "steps")}
+    step = steps[(clicked["episode"], clicked["step"])]
+    assert clicked["click"] == [
+        pytest.approx(step["x_px"]),
+        pytest.approx(step["y_px"]),
+    ]  # from the data
+    x0, y0, width, height = clicked["box"]
+    px = x0 + step["x_px"] * width / step["image_width"]
+    py = y0 + step["y_px"] * height / step["image_height"]
+    image = Image.open(io.BytesIO(shot)).convert("RGB")
+    r, g, b = image.getpixel((round(px), round(py)))
+    assert r > 200 and g < 80 and b > 200, (r, g, b)  # magenta where the click was
+    assert len({f["episode"] for f in figures}) == 3
