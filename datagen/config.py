@@ -289,7 +289,10 @@ class ClusterConfig(Section):
 class RunConfig(Section):
     seed: int = Field(0, description="seed of every random choice (per episode: seed + task id)")
     max_steps: int = Field(
-        12, ge=1, le=500, description="step budget of every episode (a task's own max_steps may lower it)"
+        12,
+        ge=1,
+        le=500,
+        description="step budget of every episode (a task's own max_steps may lower it)",
     )
     tasks_per_shard: int = Field(4, ge=1, description="tasks per Dask task (shard)")
     repeats: int = Field(1, ge=1, le=1000, description="episodes per task (different seeds)")

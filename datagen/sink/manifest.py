@@ -89,7 +89,12 @@ def dataset_info(manifest: dict[str, Any]) -> str:
             lines += [f"  - name: {name}", f"    {_feature_yaml(feature)}"]
         info = manifest["tables"][table]
         size = sum(f["bytes"] for f in info["files"])
-        lines += ["  splits:", "  - name: train", f"    num_bytes: {size}", f"    num_examples: {info['rows']}"]
+        lines += [
+            "  splits:",
+            "  - name: train",
+            f"    num_bytes: {size}",
+            f"    num_examples: {info['rows']}",
+        ]
     return "\n".join(lines)
 
 
