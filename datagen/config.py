@@ -110,6 +110,13 @@ class BrowserConfig(Section):
         120, ge=0, le=10_000, description="pause after an action for the page to react"
     )
     extra_args: list[str] = Field(default_factory=list, description="more Chromium switches")
+    url_guard: bool = Field(
+        True, description="block non-public addresses and non-web schemes (see browser.allow)"
+    )
+    allow: list[str] = Field(
+        default_factory=list,
+        description="hosts, host:port or CIDRs the guard lets through (the bundled sites are added by datagen)",
+    )
 
     @model_validator(mode="after")
     def _check_pixels(self) -> BrowserConfig:

@@ -159,7 +159,8 @@ async def run_episode(task: TaskSpec, repeat: int, ctx: ShardContext) -> Episode
             await session.goto(ctx.resolve_url(task.start_url))
             await _walk(session, task, policy, seed, started, out, ctx)
     except NavigationFailed as exc:
-        out.reject("task", RejectReason.NAVIGATION_FAILED, str(exc))
+        reason = RejectReason.BLOCKED_URL if exc.blocked else RejectReason.NAVIGATION_FAILED
+        out.reject("task", reason, str(exc))
     except CheckFailed as exc:
         out.reject("episode", RejectReason.CHECK_ERROR, str(exc))
     except PolicyFailure as exc:
@@ -230,6 +231,9 @@ async def _walk(
         viewport_width=final.viewport_width,
         viewport_height=final.viewport_height,
         device_scale_factor=final.device_scale_factor,
+        blocked_requests=session.events.blocked,
+        dialogs=session.events.dialogs,
+        popups=session.events.popups,
     )
 
 

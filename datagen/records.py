@@ -209,6 +209,9 @@ class RejectReason(StrEnum):
     MODEL_OFF_SCREEN = "model_off_screen"
     ROUND_TRIP_MISS = "round_trip_miss"
     TIMEOUT_EPISODE = "timeout_episode"
+    TIMEOUT_STEP = "timeout_step"
+    BLOCKED_URL = "blocked_url"
+    RENDERER_CRASH = "renderer_crash"
     TASK_ERROR = "task_error"
     CHECK_ERROR = "check_error"
     NO_STEPS = "no_steps"
@@ -310,6 +313,11 @@ class EpisodeRow(Provenance, RowBase):
     seed: int
     duration_s: float
     final_screenshot: ImageData
+    blocked_requests: list[str] = Field(
+        default_factory=list, description="what the URL guard stopped, with why"
+    )
+    dialogs: int = Field(0, description="alert/confirm/prompt/beforeunload dialogs dismissed")
+    popups: int = Field(0, description="pop-up windows and new tabs closed")
     viewport_width: int
     viewport_height: int
     device_scale_factor: float

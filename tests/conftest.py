@@ -63,11 +63,14 @@ def chromium() -> str:
 
 
 @pytest.fixture(scope="module")
-def browser_plugin(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """The worker plugin itself, set up outside Dask: a loop thread, Chromium, site server."""
+def browser_plugin(
+    chromium: str, pages: object, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[object]:
+    """The worker plugin itself, set up outside Dask: a loop thread, Chromium, site server.
+    The URL guard is on, with the test pages' server allowed like any pipeline would."""
     from datagen.runtime.plugin import BrowserPlugin
 
-    config = make_config(tmp_path_factory.mktemp("plugin"))
+    config = make_config(tmp_path_factory.mktemp("plugin"), browser={"allow": [pages.origin]})  # type: ignore[attr-defined]
     plugin = BrowserPlugin(config)
     plugin.setup(worker=None)
     try:

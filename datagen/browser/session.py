@@ -29,6 +29,8 @@ from playwright.async_api import (
 )
 
 from datagen.browser.actions import execute
+from datagen.browser.guard import UrlGuard
+from datagen.browser.hostile import PageEvents, harden
 from datagen.browser.launch import find_executable, launch_options
 from datagen.config import BrowserConfig
 from datagen.records import Action, Element, Observation, SuccessCheck
@@ -45,14 +47,19 @@ class BrowserDied(Exception):
 
 
 class NavigationFailed(Exception):
-    """The start URL could not be loaded (becomes a `navigation_failed` reject)."""
+    """The start URL could not be loaded (a `navigation_failed` or `blocked_url` reject)."""
+
+    def __init__(self, message: str, blocked: bool = False) -> None:
+        super().__init__(message)
+        self.blocked = blocked
 
 
 class BrowserHost:
     """One Playwright driver and one Chromium, owned by the event loop that started them."""
 
-    def __init__(self, config: BrowserConfig) -> None:
+    def __init__(self, config: BrowserConfig, allow: list[str] | None = None) -> None:
         self.config = config
+        self.guard = UrlGuard([*config.allow, *(allow or [])]) if config.url_guard else None
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
         self.version = ""
@@ -105,15 +112,19 @@ class BrowserHost:
         context = await self._browser.new_context(
             viewport={"width": cfg.viewport.width, "height": cfg.viewport.height},
             device_scale_factor=cfg.device_scale_factor,
+            accept_downloads=False,  # a download is not data, and fills disks
+            service_workers="block",  # they could fetch past the route-based guard
         )
         try:
             page = await context.new_page()
+            events = PageEvents()
+            await harden(context, page, self.guard, events)
             page.set_default_timeout(cfg.action_timeout_s * 1000)
             page.set_default_navigation_timeout(cfg.navigation_timeout_s * 1000)
             cdp = await context.new_cdp_session(page)
             if self._loads is None:
                 self._loads = asyncio.Semaphore(CONCURRENT_LOADS)
-            yield Session(context, page, cdp, cfg, self._loads)
+            yield Session(context, page, cdp, cfg, self._loads, events)
         finally:
             try:
                 # A renderer stuck in a JS loop can make close slow: bounded, then move on.
@@ -132,12 +143,14 @@ class Session:
         cdp: CDPSession,
         config: BrowserConfig,
         loads: asyncio.Semaphore | None = None,
+        events: PageEvents | None = None,
     ) -> None:
         self.context = context
         self.page = page
         self.cdp = cdp
         self.config = config
         self._loads = loads or asyncio.Semaphore(CONCURRENT_LOADS)
+        self.events = events or PageEvents()
 
     async def goto(self, url: str) -> None:
         """Load the start URL; an error status or a failed load raises NavigationFailed.
@@ -159,6 +172,8 @@ class Session:
         except Exception as exc:
             if statuses and statuses[-1] >= 400:
                 raise NavigationFailed(f"{url}: HTTP {statuses[-1]}") from None
+            if "ERR_BLOCKED_BY_CLIENT" in str(exc) and self.events.blocked:
+                raise NavigationFailed(self.events.blocked[-1], blocked=True) from None
             raise NavigationFailed(f"{url}: {str(exc).splitlines()[0]}") from None
         finally:
             self.page.remove_listener("response", on_response)

@@ -49,7 +49,7 @@ class BrowserPlugin(WorkerPlugin):
         )
         self.thread.start()
         self.sites = SiteServer(sites_root(self.config))
-        host = BrowserHost(self.config.browser)
+        host = BrowserHost(self.config.browser, allow=[self.sites.origin])
         try:
             self.run(host.start(), timeout=120)
             if self.config.uses_engine:

@@ -46,6 +46,11 @@ class SiteServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_port}/"
 
+    @property
+    def origin(self) -> str:
+        """`127.0.0.1:PORT`, as the URL guard's allow list takes it."""
+        return f"127.0.0.1:{self._server.server_port}"
+
     def resolve(self, url: str) -> str:
         """`site://todo/` → `http://127.0.0.1:PORT/todo/`; other URLs unchanged."""
         if url.startswith(SITE_SCHEME):

@@ -22,7 +22,7 @@ def test_observation_at_device_scale(browser_plugin, pages) -> None:  # type: ig
     )
 
     async def scenario():  # type: ignore[no-untyped-def]
-        host = BrowserHost(config)
+        host = BrowserHost(config, allow=[pages.origin])
         await host.start()
         try:
             async with host.session() as session:
@@ -105,7 +105,8 @@ def test_checks_and_navigation_failure(browser_plugin) -> None:  # type: ignore[
 
     results = browser_plugin.run(scenario())
     assert results[:4] == [True, False, True, "Error"]
-    assert "ERR_CONNECTION_REFUSED" in results[4] and "HTTP 404" in results[5]
+    assert "not a public address" in results[4]  # the URL guard: loopback not in browser.allow
+    assert "HTTP 404" in results[5]
 
 
 def test_one_merged_disable_features_switch(browser_plugin) -> None:  # type: ignore[no-untyped-def]

@@ -58,7 +58,7 @@ def test_scripted_shard_rows_and_rejects(browser_plugin, pages, tmp_path: Path) 
 
     assert (result.episodes, result.solved) == (2, 1)
     assert (
-        result.reject_reasons["navigation_failed"] == 1
+        result.reject_reasons["blocked_url"] == 1
         and result.reject_reasons["check_error"] == 1
     )
     assert completed_shards(LocalStorage(out)) == {3}

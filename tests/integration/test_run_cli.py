@@ -40,7 +40,12 @@ def pipeline_file(folder: Path) -> Path:
     spec = {
         "name": "cli-test",
         "sources": [{"type": "jsonl", "path": "extra.jsonl"}, {"type": "sites"}],
-        "browser": {"viewport": {"width": 1024, "height": 640}, "device_scale_factor": 1.5},
+        # 127.0.0.1 allowed: the dead link must fail by connection, not by the URL guard
+        "browser": {
+            "viewport": {"width": 1024, "height": 640},
+            "device_scale_factor": 1.5,
+            "allow": ["127.0.0.1"],
+        },
         "cluster": {"workers": 2, "sessions_per_worker": 3, "dashboard": ":0"},
         "run": {"max_steps": 5, "tasks_per_shard": 3, "limit": 12, "seed": 7},
         "output": {"uri": "unused"},

@@ -1,0 +1,127 @@
+"""The URL guard: what a browser of ours may load.
+
+Task lists come from users and the open web, and a page can point the browser anywhere: at
+the cluster's own services, at the cloud metadata endpoint, at local files. By default the
+guard blocks, for top-level navigations and for every sub-request (frames, fetch/XHR, images,
+redirect hops, WebSockets):
+
+- schemes other than http(s)/ws(s) — `file:`, `javascript:`, `chrome:`, … — and `data:` as a
+  top-level navigation (a data: image inside a page is fine);
+- any address that is not globally routable: loopback, private, link-local (169.254.169.254,
+  the metadata endpoint), carrier-grade NAT, multicast, reserved, IPv4-mapped forms of those;
+  host names are resolved first, and blocked if any address they resolve to is.
+
+`allow` entries open what a pipeline needs: `host`, `host:port`, or a CIDR (`10.0.0.0/8`).
+The bundled sites are served on loopback and allowed through this same list.
+
+Known limit: the browser resolves names itself after our check, so a DNS answer that changes
+between the two (rebinding) is not caught here; run untrusted task lists on workers whose
+network cannot reach internal services.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+import time
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+WEB_SCHEMES = {"http", "https", "ws", "wss"}
+HARMLESS = {"about:blank", "about:srcdoc"}
+DNS_TTL_S = 60.0
+
+IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+@dataclass
+class UrlGuard:
+    """Decides per URL; remembers DNS answers for a minute."""
+
+    allow: list[str] = field(default_factory=list)
+    _hosts: set[str] = field(default_factory=set, init=False)
+    _host_ports: set[tuple[str, int]] = field(default_factory=set, init=False)
+    _networks: list[Network] = field(default_factory=list, init=False)
+    _dns: dict[str, tuple[float, list[IpAddress]]] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        for entry in self.allow:
+            self.permit(entry)
+
+    def permit(self, entry: str) -> None:
+        """Allow `host`, `host:port` or a CIDR network."""
+        entry = entry.strip().lower()
+        try:
+            self._networks.append(ipaddress.ip_network(entry, strict=False))
+            return
+        except ValueError:
+            pass
+        host, sep, port = entry.rpartition(":")
+        if sep and port.isdigit() and (host.startswith("[") or ":" not in host):
+            self._host_ports.add((host.strip("[]"), int(port)))  # host:port or [v6]:port
+        else:
+            self._hosts.add(entry.strip("[]"))
+
+    async def check(self, url: str, top_level: bool) -> str | None:
+        """None when the URL may load, else the reason it may not."""
+        if url in HARMLESS:
+            return None
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        if scheme == "data":
+            return "data: URL as a top-level navigation" if top_level else None
+        if scheme == "blob":
+            return None  # same-origin object URLs of an allowed page
+        if scheme not in WEB_SCHEMES:
+            return f"scheme {scheme or '(none)'}: is not allowed"
+        host = (parts.hostname or "").lower()
+        if not host:
+            return "no host"
+        port = parts.port or {"http": 80, "ws": 80, "https": 443, "wss": 443}[scheme]
+        if host in self._hosts or (host, port) in self._host_ports:
+            return None
+        addresses = await self._resolve(host)
+        if not addresses:
+            return f"cannot resolve {host}"
+        for address in addresses:
+            if self._allowed(address, port) or _public(address):
+                continue
+            shown = host if host == str(address) else f"{host} ({address})"
+            return f"{shown} is not a public address (allow it in browser.allow)"
+        return None
+
+    def _allowed(self, address: IpAddress, port: int) -> bool:
+        text = str(address)
+        return (
+            text in self._hosts
+            or (text, port) in self._host_ports
+            or any(address in n for n in self._networks)
+        )
+
+    async def _resolve(self, host: str) -> list[IpAddress]:
+        try:
+            return [ipaddress.ip_address(host)]
+        except ValueError:
+            pass
+        cached = self._dns.get(host)
+        if cached and cached[0] > time.monotonic():
+            return cached[1]
+        try:
+            infos = await asyncio.get_running_loop().getaddrinfo(
+                host, None, type=socket.SOCK_STREAM
+            )
+        except OSError:
+            return []
+        addresses = sorted(
+            {ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos}, key=str
+        )
+        self._dns[host] = (time.monotonic() + DNS_TTL_S, addresses)
+        return addresses
+
+
+def _public(address: IpAddress) -> bool:
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_global and not address.is_multicast
