@@ -80,17 +80,23 @@ class UrlGuard:
         if not host:
             return "no host"
         port = parts.port or {"http": 80, "ws": 80, "https": 443, "wss": 443}[scheme]
-        if host in self._hosts or (host, port) in self._host_ports:
-            return None
+        reason, _ = await self.vet(host, port)
+        return reason
+
+    async def vet(self, host: str, port: int) -> tuple[str | None, list[IpAddress]]:
+        """(None, addresses to connect to) when host:port may be reached, else (reason, [])."""
+        host = host.lower().strip("[]")
         addresses = await self._resolve(host)
+        if host in self._hosts or (host, port) in self._host_ports:
+            return None, addresses
         if not addresses:
-            return f"cannot resolve {host}"
+            return f"cannot resolve {host}", []
         for address in addresses:
             if self._allowed(address, port) or _public(address):
                 continue
             shown = host if host == str(address) else f"{host} ({address})"
-            return f"{shown} is not a public address (allow it in browser.allow)"
-        return None
+            return f"{shown} is not a public address (allow it in browser.allow)", []
+        return None, addresses
 
     def _allowed(self, address: IpAddress, port: int) -> bool:
         text = str(address)

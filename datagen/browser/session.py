@@ -29,11 +29,12 @@ from playwright.async_api import (
 )
 
 from datagen.browser.actions import execute
+from datagen.browser.egress import EgressProxy
 from datagen.browser.guard import UrlGuard
 from datagen.browser.hostile import PageEvents, harden
 from datagen.browser.launch import find_executable, launch_options
 from datagen.config import BrowserConfig
-from datagen.records import Action, Element, Observation, SuccessCheck
+from datagen.records import Action, Element, Goto, Observation, SuccessCheck
 
 log = logging.getLogger(__name__)
 ELEMENTS_JS = (Path(__file__).parent / "elements.js").read_text(encoding="utf-8")
@@ -60,6 +61,7 @@ class BrowserHost:
     def __init__(self, config: BrowserConfig, allow: list[str] | None = None) -> None:
         self.config = config
         self.guard = UrlGuard([*config.allow, *(allow or [])]) if config.url_guard else None
+        self.egress: EgressProxy | None = None
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
         self.version = ""
@@ -75,6 +77,11 @@ class BrowserHost:
             own = None
         executable = find_executable(self.config.executable, own)
         options = launch_options(executable, self.config.headless, self.config.extra_args)
+        if self.guard is not None:
+            # Every connection goes through the egress proxy (Playwright sends loopback there too).
+            self.egress = EgressProxy(self.guard)
+            await self.egress.start()
+            options["proxy"] = {"server": self.egress.url}
         self._browser = await self._playwright.chromium.launch(**options)  # type: ignore[arg-type]
         self.version = f"chromium/{self._browser.version}"
         log.info("browser started: %s (%s)", self.version, executable)
@@ -102,6 +109,9 @@ class BrowserHost:
             except Exception:
                 log.warning("playwright stop failed", exc_info=True)
             self._playwright = None
+        if self.egress is not None:
+            await self.egress.close()
+            self.egress = None
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[Session]:
@@ -124,7 +134,7 @@ class BrowserHost:
             cdp = await context.new_cdp_session(page)
             if self._loads is None:
                 self._loads = asyncio.Semaphore(CONCURRENT_LOADS)
-            yield Session(context, page, cdp, cfg, self._loads, events)
+            yield Session(context, page, cdp, cfg, self._loads, events, self.guard)
         finally:
             try:
                 # A renderer stuck in a JS loop can make close slow: bounded, then move on.
@@ -144,6 +154,7 @@ class Session:
         config: BrowserConfig,
         loads: asyncio.Semaphore | None = None,
         events: PageEvents | None = None,
+        guard: UrlGuard | None = None,
     ) -> None:
         self.context = context
         self.page = page
@@ -151,6 +162,7 @@ class Session:
         self.config = config
         self._loads = loads or asyncio.Semaphore(CONCURRENT_LOADS)
         self.events = events or PageEvents()
+        self.guard = guard
 
     async def goto(self, url: str) -> None:
         """Load the start URL; an error status or a failed load raises NavigationFailed.
@@ -159,6 +171,9 @@ class Session:
         swaps an error response for its own error page, and `goto` then only says
         "interrupted by another navigation".
         """
+        reason = await self._vet(url)
+        if reason is not None:  # data:, file: and the like never reach a route handler
+            raise NavigationFailed(f"{reason}: {url[:300]}", blocked=True)
         statuses: list[int] = []
 
         def on_response(response: Response) -> None:
@@ -233,8 +248,20 @@ class Session:
             observe_ms=(time.perf_counter() - start) * 1000,
         )
 
+    async def _vet(self, url: str) -> str | None:
+        if self.guard is None:
+            return None
+        reason = await self.guard.check(url, top_level=True)
+        if reason is not None:
+            self.events.block(reason, url)
+        return reason
+
     async def act(self, action: Action) -> str | None:
         """Execute, then give the page `settle_ms` and any navigation time to react."""
+        if isinstance(action, Goto):
+            reason = await self._vet(action.url)
+            if reason is not None:
+                return f"blocked: {reason}"
         error = await execute(
             self.page, action, self.config.device_scale_factor, self.config.action_timeout_s
         )

@@ -57,10 +57,7 @@ def test_scripted_shard_rows_and_rejects(browser_plugin, pages, tmp_path: Path) 
     result = browser_plugin.run(run_shard(3, tasks(pages.base_url), ctx))
 
     assert (result.episodes, result.solved) == (2, 1)
-    assert (
-        result.reject_reasons["blocked_url"] == 1
-        and result.reject_reasons["check_error"] == 1
-    )
+    assert result.reject_reasons["blocked_url"] == 1 and result.reject_reasons["check_error"] == 1
     assert completed_shards(LocalStorage(out)) == {3}
     marker = json.loads((out / "_markers" / "shard-00003.json").read_text())
     assert {f["table"]: f["rows"] for f in marker["files"]} == {
