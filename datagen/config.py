@@ -303,6 +303,11 @@ class RunConfig(Section):
     )
     tasks_per_shard: int = Field(4, ge=1, description="tasks per Dask task (shard)")
     repeats: int = Field(1, ge=1, le=1000, description="episodes per task (different seeds)")
+    step_timeout_s: float = Field(
+        60.0,
+        gt=0,
+        description="a step (observe, decide, act) still running after this becomes a timeout_step reject",
+    )
     episode_timeout_s: float = Field(
         300.0,
         gt=0,

@@ -154,36 +154,83 @@ async def run_episode(task: TaskSpec, repeat: int, ctx: ShardContext) -> Episode
     seed = int(_digest(ctx.config.run.seed, task.id, repeat)[:8], 16)
     policy = make_policy(ctx.config.policy, task, seed, ctx.engines)
     started = time.perf_counter()
+    opened: list[Session] = []
     try:
         async with asyncio.timeout(ctx.config.run.episode_timeout_s), ctx.host.session() as session:
+            opened.append(session)
             await session.goto(ctx.resolve_url(task.start_url))
             await _walk(session, task, policy, seed, started, out, ctx)
-    except NavigationFailed as exc:
-        reason = RejectReason.BLOCKED_URL if exc.blocked else RejectReason.NAVIGATION_FAILED
-        out.reject("task", reason, str(exc))
-    except CheckFailed as exc:
-        out.reject("episode", RejectReason.CHECK_ERROR, str(exc))
-    except PolicyFailure as exc:
-        out.reject("episode", exc.reason, str(exc))
-    except TimeoutError:
-        out.reject(
-            "task",
+    except EPISODE_FAILURES as exc:
+        stage, reason, detail = _failure(exc, opened, ctx, task)
+        out.reject(stage, reason, detail)
+        if reason in (
+            RejectReason.TIMEOUT_STEP,
             RejectReason.TIMEOUT_EPISODE,
-            f"episode took over {ctx.config.run.episode_timeout_s:g}s",
-        )
-    except (PlaywrightError, ValidationError) as exc:  # the page's doing: bad data, a failed call
-        if not ctx.host.connected:
-            raise BrowserDied(f"browser died during task {task.id}") from exc
-        log.warning("episode failed", extra={"task_id": task.id}, exc_info=True)
-        out.reject(
-            "task",
-            RejectReason.BROWSER_ERROR,
-            f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
-        )
+            RejectReason.RENDERER_CRASH,
+        ):
+            await _watchdog(ctx, task)
     if out.rejects and out.rejects[-1].stage in ("task", "episode"):
         # A failed episode leaves one row: the reason. Its steps and annotations are dropped.
         out.steps, out.grounding, out.episode, out.rejects = [], [], None, out.rejects[-1:]
     return out
+
+
+class StepTimedOut(Exception):
+    """One step (observe, decide, act) overran `run.step_timeout_s`: a hung page, usually."""
+
+
+class CheckFailed(Exception):
+    """The task's success check itself raised (bad JS, say): the task is at fault."""
+
+
+EPISODE_FAILURES = (
+    NavigationFailed,
+    CheckFailed,
+    PolicyFailure,
+    StepTimedOut,
+    TimeoutError,
+    PlaywrightError,
+    ValidationError,
+)
+
+
+def _failure(
+    exc: BaseException, opened: list[Session], ctx: ShardContext, task: TaskSpec
+) -> tuple[str, RejectReason, str]:
+    """The reject row for an episode that failed: (stage, reason, detail)."""
+    if isinstance(exc, NavigationFailed):
+        return (
+            "task",
+            RejectReason.BLOCKED_URL if exc.blocked else RejectReason.NAVIGATION_FAILED,
+            str(exc),
+        )
+    if isinstance(exc, CheckFailed):
+        return "episode", RejectReason.CHECK_ERROR, str(exc)
+    if isinstance(exc, PolicyFailure):
+        return "episode", exc.reason, str(exc)
+    if isinstance(exc, StepTimedOut):
+        return "episode", RejectReason.TIMEOUT_STEP, str(exc)
+    if isinstance(exc, TimeoutError):
+        return (
+            "task",
+            RejectReason.TIMEOUT_EPISODE,
+            f"episode took over {ctx.config.run.episode_timeout_s:g}s",
+        )
+    if not ctx.host.connected:  # the browser itself is gone: fail the shard, it is retried
+        raise BrowserDied(f"browser died during task {task.id}") from exc
+    first_line = str(exc).splitlines()[0] if str(exc) else ""
+    if opened and opened[0].events.crashed:
+        return "episode", RejectReason.RENDERER_CRASH, f"the page's renderer crashed: {first_line}"
+    log.warning("episode failed", extra={"task_id": task.id}, exc_info=exc)
+    return "task", RejectReason.BROWSER_ERROR, f"{type(exc).__name__}: {first_line}"
+
+
+async def _watchdog(ctx: ShardContext, task: TaskSpec) -> None:
+    """After a hang or a crash: is the browser still answering? If not, kill it; the shard
+    then fails and is retried on a fresh browser."""
+    if not await ctx.host.responsive():
+        await ctx.host.kill()
+        raise BrowserDied(f"browser stopped answering after task {task.id}")
 
 
 async def _walk(
@@ -245,33 +292,53 @@ async def _steps(
     out: EpisodeOutcome,
     ctx: ShardContext,
 ) -> tuple[str, str, bool | None] | None:
-    """observe → check → decide → validate → act, until done or the budget; None if rejected."""
-    success = None
+    """Steps until done or the budget, each within `run.step_timeout_s`; None if rejected."""
+    success: bool | None = None
     budget = ctx.config.run.max_steps  # the run caps every episode; a task may ask for fewer
+    limit = ctx.config.run.step_timeout_s
     for index in range(min(task.max_steps or budget, budget)):
-        obs = await session.observe()
-        success = await _check(session, task, first=index == 0)
-        if success:
-            decision = Decision(action=Done(), note="check passed")
-        else:
-            decision = await policy.decide(obs, task)
-        problem = check_step(obs, decision.action)
-        if problem:
-            out.reject("episode", problem[0], problem[1], step_index=index)
+        try:
+            async with asyncio.timeout(limit):
+                outcome = await _step(session, task, policy, provenance, out, ctx, index)
+        except TimeoutError:
+            raise StepTimedOut(f"step {index} took over {limit:g}s on {session.page.url}") from None
+        if outcome is None:
             return None
-        began = time.perf_counter()
-        error = None if isinstance(decision.action, Done) else await session.act(decision.action)
-        act_ms = (time.perf_counter() - began) * 1000
-        out.steps.append(_step_row(out.ids, provenance, index, obs, decision, error, act_ms))
-        if ctx.config.annotation.grounding:
-            await _annotate(obs, index, out, ctx)
-        if isinstance(decision.action, Done):
-            return ("solved" if success else "done"), decision.action.answer, success
+        done, success, answer = outcome
+        if done:
+            return ("solved" if success else "done"), answer, success
     return "max_steps", "", success
 
 
-class CheckFailed(Exception):
-    """The task's success check itself raised (bad JS, say): the task is at fault."""
+async def _step(
+    session: Session,
+    task: TaskSpec,
+    policy: Policy,
+    provenance: dict[str, str],
+    out: EpisodeOutcome,
+    ctx: ShardContext,
+    index: int,
+) -> tuple[bool, bool | None, str] | None:
+    """observe → check → decide → validate → act → annotate: (done, success, answer)."""
+    obs = await session.observe()
+    success = await _check(session, task, first=index == 0)
+    if success:
+        decision = Decision(action=Done(), note="check passed")
+    else:
+        decision = await policy.decide(obs, task)
+    problem = check_step(obs, decision.action)
+    if problem:
+        out.reject("episode", problem[0], problem[1], step_index=index)
+        return None
+    began = time.perf_counter()
+    error = None if isinstance(decision.action, Done) else await session.act(decision.action)
+    act_ms = (time.perf_counter() - began) * 1000
+    out.steps.append(_step_row(out.ids, provenance, index, obs, decision, error, act_ms))
+    if ctx.config.annotation.grounding:
+        await _annotate(obs, index, out, ctx)
+    if isinstance(decision.action, Done):
+        return True, success, decision.action.answer
+    return False, success, ""
 
 
 async def _check(session: Session, task: TaskSpec, first: bool = False) -> bool | None:

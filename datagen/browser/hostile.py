@@ -47,8 +47,7 @@ async def harden(
     if guard is not None:
 
         async def on_request(route: Route, request: Request) -> None:
-            top = request.is_navigation_request() and request.frame.parent_frame is None
-            reason = await guard.check(request.url, top_level=top)
+            reason = await guard.check(request.url, top_level=_top_level(request))
             if reason is None:
                 await route.continue_()
             else:
@@ -73,9 +72,10 @@ async def harden(
             spawn(other.close())
 
     def on_dialog(dialog: Dialog) -> None:
-        """alert/confirm/prompt/beforeunload: dismissed, so no page can block the episode."""
+        """alert/confirm/prompt are dismissed; "leave this page?" is accepted, so the action that
+        navigates goes through. No page can hold an episode with a dialog."""
         events.dialogs += 1
-        spawn(dialog.dismiss())
+        spawn(dialog.accept() if dialog.type == "beforeunload" else dialog.dismiss())
 
     def on_crash(_: Page) -> None:
         events.crashed = True
@@ -84,3 +84,13 @@ async def harden(
     context.on("page", on_page)
     context.on("dialog", on_dialog)
     page.on("crash", on_crash)
+
+
+def _top_level(request: Request) -> bool:
+    """A navigation of a main frame (a new tab's first request has no frame yet: top level)."""
+    if not request.is_navigation_request():
+        return False
+    try:
+        return request.frame.parent_frame is None
+    except Exception:
+        return True

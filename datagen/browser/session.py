@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -18,6 +19,7 @@ from contextlib import asynccontextmanager
 from importlib import metadata
 from pathlib import Path
 
+import psutil
 from playwright.async_api import (
     Browser,
     BrowserContext,
@@ -89,6 +91,41 @@ class BrowserHost:
     @property
     def connected(self) -> bool:
         return self._browser is not None and self._browser.is_connected()
+
+    async def responsive(self, timeout_s: float = 10.0) -> bool:
+        """Does the browser still answer a CDP command within `timeout_s`?"""
+        if self._browser is None or not self.connected:
+            return False
+        try:
+            cdp = await asyncio.wait_for(self._browser.new_browser_cdp_session(), timeout_s)
+            await asyncio.wait_for(cdp.send("Browser.getVersion"), timeout_s)
+            await cdp.detach()
+        except Exception:
+            return False
+        return True
+
+    async def kill(self) -> None:
+        """Kill a browser that stopped answering: its processes, then our handles."""
+        for process in self._browser_processes():
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+        await self.close()
+
+    def _browser_processes(self) -> list[psutil.Process]:
+        """Chromium processes under this host's Playwright driver (one driver per host)."""
+        transport = getattr(
+            getattr(getattr(self._playwright, "_impl_obj", None), "_connection", None),
+            "_transport",
+            None,
+        )
+        proc = getattr(transport, "_proc", None)
+        if proc is None:
+            return []
+        try:
+            children: list[psutil.Process] = psutil.Process(proc.pid).children(recursive=True)
+        except psutil.Error:
+            return []
+        return children
 
     async def restart(self) -> None:
         """Relaunch after the browser died (a crash, an OOM kill)."""

@@ -304,7 +304,8 @@ def test_inspect_summary_and_gallery_drawn_where_the_data_says(
 
     async def look():  # type: ignore[no-untyped-def]
         async with browser_plugin.host.session() as session:
-            await session.page.goto(page_file.as_uri())
+            # set_content: the page is self-contained, and file: URLs are the URL guard's to refuse
+            await session.page.set_content(page_file.read_text(encoding="utf-8"))
             figures = await session.page.evaluate(
                 """() => [...document.querySelectorAll('figure.step')].map(f => {
                     const r = f.querySelector('.shot').getBoundingClientRect();

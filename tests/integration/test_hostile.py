@@ -1,0 +1,93 @@
+"""Hostile pages, each handled on purpose: dialogs, pop-ups, downloads, beforeunload, pages
+that navigate away, full-screen requests, huge DOMs, infinite JS loops, renderer crashes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+
+import pytest
+from playwright.async_api import Error as PlaywrightError
+
+from datagen.pipeline import ShardContext, _failure, run_shard
+from datagen.records import Click, RejectReason, TaskSpec, Wait
+from datagen.sink.storage import LocalStorage
+from tests.conftest import make_config
+from tests.integration.test_pipeline import read
+
+pytestmark = pytest.mark.browser
+
+
+def task(pages, name: str, *actions, **extra) -> TaskSpec:  # type: ignore[no-untyped-def]
+    return TaskSpec(
+        id=name,
+        start_url=f"{pages.base_url}hostile/{name}.html",
+        instruction=name,
+        actions=actions,
+        **extra,
+    )
+
+
+def test_hostile_pages_end_as_episodes_or_the_right_rejects(
+    browser_plugin, pages, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    config = make_config(
+        tmp_path, policy={"type": "scripted"}, run={"max_steps": 4, "step_timeout_s": 4}
+    )
+    tasks = [
+        task(pages, "dialogs", Click(x=120, y=40)),
+        task(pages, "popup", Click(x=120, y=40)),
+        task(pages, "download", Click(x=120, y=40), Click(x=120, y=100)),
+        task(pages, "beforeunload", Click(x=120, y=100)),
+        task(pages, "navaway", Wait(seconds=0.5)),
+        task(pages, "fullscreen", Click(x=120, y=40)),
+        task(pages, "huge"),
+        task(pages, "loop", Click(x=120, y=40)),
+    ]
+    ctx = ShardContext(
+        config=config, run_id="r", host=browser_plugin.host, storage=LocalStorage(tmp_path / "out")
+    )
+    result = browser_plugin.run(run_shard(5, tasks, ctx), timeout=120)
+    episodes = {e["task_id"]: e for e in read(tmp_path / "out", "episodes", 5)}
+    rejects = {
+        r["task_id"]: r for r in read(tmp_path / "out", "rejects", 5) if r["stage"] != "grounding"
+    }
+    assert set(episodes) | set(rejects) == {t.id for t in tasks} and not set(episodes) & set(
+        rejects
+    )
+    assert episodes["dialogs"]["dialogs"] >= 3  # alert on load, then confirm and prompt: dismissed
+    assert episodes["popup"]["popups"] >= 2  # window.open on load and a target=_blank link
+    assert episodes["popup"]["final_url"].endswith("/popup.html")  # the episode kept its page
+    assert episodes["download"]["n_steps"] == 3  # downloads refused, the episode went on
+    assert episodes["beforeunload"]["final_url"].endswith("/dialogs.html")  # no prompt held it
+    assert episodes["navaway"]["final_url"].endswith("/popup.html")
+    assert "fullscreen" in episodes and "huge" in episodes
+    huge_steps = [s for s in read(tmp_path / "out", "steps", 5) if s["task_id"] == "huge"]
+    assert huge_steps[0]["n_elements"] == 400  # capped, not 20,000
+    assert rejects["loop"]["reason"] == "timeout_step"  # an infinite JS loop: bounded
+    assert result.rejects >= 1 and browser_plugin.host.connected  # the browser survived it
+
+
+def test_renderer_crash_is_flagged_and_classified(browser_plugin, pages, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    config = make_config(tmp_path, policy={"type": "scripted"})
+    host = browser_plugin.host
+    ctx = ShardContext(config=config, run_id="r", host=host, storage=LocalStorage(tmp_path / "out"))
+
+    async def scenario():  # type: ignore[no-untyped-def]
+        async with host.session() as session:
+            await session.goto(f"{pages.base_url}hostile/fullscreen.html")
+            with contextlib.suppress(PlaywrightError, TimeoutError):  # the answer may never come
+                await asyncio.wait_for(session.cdp.send("Page.crash"), 2)  # as an OOM page ends
+            await asyncio.sleep(0.5)
+            try:
+                await session.observe()
+            except PlaywrightError as exc:
+                return session, exc
+            return session, None
+
+    session, error = browser_plugin.run(scenario(), timeout=60)
+    assert session.events.crashed and error is not None
+    stage, reason, _ = _failure(error, [session], ctx, task(pages, "fullscreen"))
+    assert (stage, reason) == ("episode", RejectReason.RENDERER_CRASH)
+    assert browser_plugin.run(host.responsive())  # one page crashed, not the browser
