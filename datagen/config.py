@@ -110,6 +110,16 @@ class BrowserConfig(Section):
         120, ge=0, le=10_000, description="pause after an action for the page to react"
     )
     extra_args: list[str] = Field(default_factory=list, description="more Chromium switches")
+    recycle_after_episodes: int = Field(
+        200,
+        ge=1,
+        description="restart the browser between shards once it has run this many episodes (leaks)",
+    )
+    memory_limit_mb: int = Field(
+        6000,
+        ge=256,
+        description="new episodes wait while the browser's own memory (USS) is above this",
+    )
     url_guard: bool = Field(
         True, description="block non-public addresses and non-web schemes (see browser.allow)"
     )

@@ -98,6 +98,7 @@ async def run_shard(shard: int, tasks: list[TaskSpec], ctx: ShardContext) -> Sha
 
     async def one(task: TaskSpec, repeat: int) -> EpisodeOutcome:
         async with gate:
+            await ctx.host.admit(active[0])
             active[0] += 1
             active[1] = max(active)
             try:
@@ -135,6 +136,8 @@ async def run_shard(shard: int, tasks: list[TaskSpec], ctx: ShardContext) -> Sha
         reject_reasons=dict(Counter(r.reason for r in tables["rejects"])),
         seconds=round(time.perf_counter() - started, 3),
         peak_sessions=active[1],
+        browser_memory_mb=round(ctx.host.memory_mb(max_age_s=0), 1),
+        browser_episodes=ctx.host.episodes,
     )
     await asyncio.to_thread(write_shard, ctx.storage, shard, tables, result.model_dump())
     return result

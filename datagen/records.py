@@ -379,4 +379,8 @@ class ShardResult(Frozen):
     reject_reasons: dict[str, int]
     seconds: float
     peak_sessions: int = Field(0, description="most episodes this shard had in flight at once")
+    browser_memory_mb: float = Field(
+        0.0, description="the worker's browser memory (USS) when the shard ended"
+    )
+    browser_episodes: int = Field(0, description="episodes this browser has run since it started")
     skipped: bool = False

@@ -14,6 +14,7 @@ import base64
 import contextlib
 import logging
 import time
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib import metadata
@@ -63,6 +64,12 @@ class BrowserHost:
     def __init__(self, config: BrowserConfig, allow: list[str] | None = None) -> None:
         self.config = config
         self.guard = UrlGuard([*config.allow, *(allow or [])]) if config.url_guard else None
+        self.episodes = 0  # sessions opened since this browser started (for recycling)
+        self._marker = (
+            f"--datagen-browser={uuid.uuid4().hex}"  # finds our processes; Chromium ignores it
+        )
+        self._main_process: psutil.Process | None = None
+        self._memory: tuple[float, float] = (0.0, 0.0)  # (when measured, MB)
         self.egress: EgressProxy | None = None
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
@@ -78,7 +85,10 @@ class BrowserHost:
         except Exception:  # no browser downloaded by Playwright: fine, use the system's
             own = None
         executable = find_executable(self.config.executable, own)
-        options = launch_options(executable, self.config.headless, self.config.extra_args)
+        options = launch_options(
+            executable, self.config.headless, [*self.config.extra_args, self._marker]
+        )
+        self._main_process = None
         if self.guard is not None:
             # Every connection goes through the egress proxy (Playwright sends loopback there too).
             self.egress = EgressProxy(self.guard)
@@ -86,11 +96,36 @@ class BrowserHost:
             options["proxy"] = {"server": self.egress.url}
         self._browser = await self._playwright.chromium.launch(**options)  # type: ignore[arg-type]
         self.version = f"chromium/{self._browser.version}"
+        self.episodes = 0
         log.info("browser started: %s (%s)", self.version, executable)
 
     @property
     def connected(self) -> bool:
         return self._browser is not None and self._browser.is_connected()
+
+    def memory_mb(self, max_age_s: float = 1.0) -> float:
+        """The browser's own memory: USS summed over its processes (RSS would count shared
+        pages once per process, ~5× too much). Measured at most once per `max_age_s`."""
+        when, value = self._memory
+        if time.monotonic() - when < max_age_s:
+            return value
+        total = 0
+        for process in self._browser_processes():
+            with contextlib.suppress(psutil.Error):
+                total += process.memory_full_info().uss
+        self._memory = (time.monotonic(), total / 2**20)
+        return self._memory[1]
+
+    @property
+    def open_contexts(self) -> int:
+        return len(self._browser.contexts) if self._browser is not None else 0
+
+    async def admit(self, others_running: int) -> None:
+        """Wait before a new episode while the browser is above its memory limit and other
+        episodes are still running (they free memory as they end; never wait for nothing)."""
+        while others_running and self.memory_mb() > self.config.memory_limit_mb:
+            await asyncio.sleep(0.5)
+            others_running = self.open_contexts
 
     async def responsive(self, timeout_s: float = 10.0) -> bool:
         """Does the browser still answer a CDP command within `timeout_s`?"""
@@ -112,20 +147,26 @@ class BrowserHost:
         await self.close()
 
     def _browser_processes(self) -> list[psutil.Process]:
-        """Chromium processes under this host's Playwright driver (one driver per host)."""
-        transport = getattr(
-            getattr(getattr(self._playwright, "_impl_obj", None), "_connection", None),
-            "_transport",
-            None,
-        )
-        proc = getattr(transport, "_proc", None)
-        if proc is None:
+        """This host's Chromium: the process whose command line carries our marker switch
+        (Playwright does not expose the pid), and everything under it."""
+        main = self._main_process
+        if main is None or not main.is_running():
+            main = next(
+                (
+                    p
+                    for p in psutil.process_iter(["cmdline"])
+                    if self._marker in (p.info["cmdline"] or [])
+                ),
+                None,
+            )
+            self._main_process = main
+        if main is None:
             return []
         try:
-            children: list[psutil.Process] = psutil.Process(proc.pid).children(recursive=True)
+            children: list[psutil.Process] = main.children(recursive=True)
         except psutil.Error:
             return []
-        return children
+        return [main, *children]
 
     async def restart(self) -> None:
         """Relaunch after the browser died (a crash, an OOM kill)."""
@@ -156,6 +197,7 @@ class BrowserHost:
         if self._browser is None or not self.connected:
             raise BrowserDied("the browser is not running")
         cfg = self.config
+        self.episodes += 1
         context = await self._browser.new_context(
             viewport={"width": cfg.viewport.width, "height": cfg.viewport.height},
             device_scale_factor=cfg.device_scale_factor,

@@ -23,8 +23,10 @@ def run_shard_task(
     plugin = cast(BrowserPlugin, worker.plugins[PLUGIN_NAME])
     if plugin.host is None or plugin.sites is None:
         raise RuntimeError("datagen browser plugin did not start on this worker")
-    if not plugin.host.connected:  # a crash killed it during an earlier shard: start afresh
-        plugin.run(plugin.host.restart(), timeout=120)
+    host = plugin.host
+    if not host.connected or host.episodes >= config.browser.recycle_after_episodes:
+        # dead after a crash, or due for recycling (browsers leak under long runs): start afresh
+        plugin.run(host.restart(), timeout=120)
 
     def on_episode(event: dict[str, Any]) -> None:
         # Called on the browser loop thread; the worker's own loop must send the event.

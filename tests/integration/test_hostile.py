@@ -91,3 +91,60 @@ def test_renderer_crash_is_flagged_and_classified(browser_plugin, pages, tmp_pat
     stage, reason, _ = _failure(error, [session], ctx, task(pages, "fullscreen"))
     assert (stage, reason) == ("episode", RejectReason.RENDERER_CRASH)
     assert browser_plugin.run(host.responsive())  # one page crashed, not the browser
+
+
+def test_non_html_start_urls(browser_plugin, pages, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """JSON is shown as text (an episode); a PDF would be a download, which is refused (a reject)."""
+    config = make_config(tmp_path, policy={"type": "scripted"}, run={"max_steps": 2})
+    tasks = [
+        TaskSpec(id="json", start_url=f"{pages.base_url}hostile/data.json", instruction="x"),
+        TaskSpec(id="pdf", start_url=f"{pages.base_url}hostile/report.pdf", instruction="x"),
+    ]
+    ctx = ShardContext(
+        config=config, run_id="r", host=browser_plugin.host, storage=LocalStorage(tmp_path / "out")
+    )
+    browser_plugin.run(run_shard(6, tasks, ctx), timeout=60)
+    episodes = {e["task_id"] for e in read(tmp_path / "out", "episodes", 6)}
+    rejects = {
+        r["task_id"]: r["reason"]
+        for r in read(tmp_path / "out", "rejects", 6)
+        if r["stage"] == "task"
+    }
+    assert episodes | set(rejects) == {"json", "pdf"}
+    assert "json" in episodes
+    assert rejects.get("pdf", "navigation_failed") == "navigation_failed"
+
+
+def test_browser_memory_admission_and_recycling(browser_plugin) -> None:  # type: ignore[no-untyped-def]
+    host = browser_plugin.host
+
+    async def scenario():  # type: ignore[no-untyped-def]
+        async with host.session():
+            inside = (host.memory_mb(max_age_s=0), host.open_contexts)
+        before = host.episodes
+        limit = host.config.memory_limit_mb
+        object.__setattr__(host.config, "memory_limit_mb", 1)  # far below any real browser
+        try:
+            started = asyncio.get_running_loop().time()
+            await host.admit(0)  # nothing else running: never waits
+            waited_alone = asyncio.get_running_loop().time() - started
+            async with host.session():  # another episode is running, and we are over the limit
+                try:
+                    await asyncio.wait_for(host.admit(1), 1.5)
+                    waited = False
+                except TimeoutError:
+                    waited = True
+        finally:
+            object.__setattr__(host.config, "memory_limit_mb", limit)
+        await host.restart()  # what recycling does between shards
+        after = host.episodes
+        async with host.session() as session:
+            await session.page.set_content("<p>fresh</p>")
+        return inside, before, waited_alone, waited, after
+
+    (memory, contexts), before, waited_alone, waited, after = browser_plugin.run(
+        scenario(), timeout=60
+    )
+    assert 20 < memory < 4000 and contexts == 1
+    assert before >= 1 and after == 0 and host.connected
+    assert waited_alone < 0.5 and waited
