@@ -316,7 +316,7 @@ class RunConfig(Section):
     step_timeout_s: float = Field(
         60.0,
         gt=0,
-        description="a step (observe, decide, act) still running after this becomes a timeout_step reject",
+        description="the browser part of a step (observe, check, act) still running after this becomes a timeout_step reject",
     )
     episode_timeout_s: float = Field(
         300.0,

@@ -14,9 +14,9 @@ import hashlib
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from playwright.async_api import Error as PlaywrightError
 from pydantic import ValidationError
@@ -50,6 +50,7 @@ from datagen.sink.writer import write_shard
 from datagen.validate import check_grounding, check_step
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass
@@ -295,22 +296,28 @@ async def _steps(
     out: EpisodeOutcome,
     ctx: ShardContext,
 ) -> tuple[str, str, bool | None] | None:
-    """Steps until done or the budget, each within `run.step_timeout_s`; None if rejected."""
+    """Steps until done or the budget; None if rejected."""
     success: bool | None = None
     budget = ctx.config.run.max_steps  # the run caps every episode; a task may ask for fewer
-    limit = ctx.config.run.step_timeout_s
     for index in range(min(task.max_steps or budget, budget)):
-        try:
-            async with asyncio.timeout(limit):
-                outcome = await _step(session, task, policy, provenance, out, ctx, index)
-        except TimeoutError:
-            raise StepTimedOut(f"step {index} took over {limit:g}s on {session.page.url}") from None
+        outcome = await _step(session, task, policy, provenance, out, ctx, index)
         if outcome is None:
             return None
         done, success, answer = outcome
         if done:
             return ("solved" if success else "done"), answer, success
     return "max_steps", "", success
+
+
+async def _bounded(awaitable: Awaitable[T], ctx: ShardContext, what: str, index: int) -> T:
+    """The browser's part of a step, within `run.step_timeout_s`. The model's part is bounded by
+    the engine client's own timeouts instead: queueing at a busy engine is not a hung page."""
+    limit = ctx.config.run.step_timeout_s
+    try:
+        async with asyncio.timeout(limit):
+            return await awaitable
+    except TimeoutError:
+        raise StepTimedOut(f"{what} of step {index} took over {limit:g}s") from None
 
 
 async def _step(
@@ -323,8 +330,10 @@ async def _step(
     index: int,
 ) -> tuple[bool, bool | None, str] | None:
     """observe → check → decide → validate → act → annotate: (done, success, answer)."""
-    obs = await session.observe()
-    success = await _check(session, task, first=index == 0)
+    obs = await _bounded(session.observe(), ctx, "observing", index)
+    success = await _bounded(
+        _check(session, task, first=index == 0), ctx, "the success check", index
+    )
     if success:
         decision = Decision(action=Done(), note="check passed")
     else:
@@ -334,7 +343,9 @@ async def _step(
         out.reject("episode", problem[0], problem[1], step_index=index)
         return None
     began = time.perf_counter()
-    error = None if isinstance(decision.action, Done) else await session.act(decision.action)
+    error = None
+    if not isinstance(decision.action, Done):
+        error = await _bounded(session.act(decision.action), ctx, "acting", index)
     act_ms = (time.perf_counter() - began) * 1000
     out.steps.append(_step_row(out.ids, provenance, index, obs, decision, error, act_ms))
     if ctx.config.annotation.grounding:
