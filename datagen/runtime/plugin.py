@@ -67,7 +67,12 @@ class BrowserPlugin(WorkerPlugin):
         """Run a coroutine on the browser loop and wait for its result (from any thread)."""
         if self.loop is None:
             raise RuntimeError("BrowserPlugin is not set up")
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return future.result(timeout)
+        except TimeoutError:
+            future.cancel()  # stop the work on the loop too, not just the wait for it
+            raise
 
     def teardown(self, worker: Any) -> None:
         if self.engines is not None:

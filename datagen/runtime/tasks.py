@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, cast
 
 from distributed import get_worker
@@ -41,4 +42,9 @@ def run_shard_task(
         on_episode=on_episode,
         engines=plugin.engines,
     )
-    return plugin.run(run_shard(shard, tasks, ctx))
+    # Per-shard limit: every episode timing out in turn, plus room for writing. Past it the Dask
+    # task fails (and is retried) instead of holding its worker forever.
+    waves = math.ceil(len(tasks) * config.run.repeats / config.cluster.sessions_per_worker)
+    return plugin.run(
+        run_shard(shard, tasks, ctx), timeout=waves * config.run.episode_timeout_s + 300
+    )
