@@ -165,7 +165,7 @@ async def run_episode(task: TaskSpec, repeat: int, ctx: ShardContext) -> Episode
             await session.goto(ctx.resolve_url(task.start_url))
             await _walk(session, task, policy, seed, started, out, ctx)
     except EPISODE_FAILURES as exc:
-        stage, reason, detail = _failure(exc, opened, ctx, task)
+        stage, reason, detail = await _failure(exc, opened, ctx, task)
         out.reject(stage, reason, detail)
         if reason in (
             RejectReason.TIMEOUT_STEP,
@@ -198,7 +198,7 @@ EPISODE_FAILURES = (
 )
 
 
-def _failure(
+async def _failure(
     exc: BaseException, opened: list[Session], ctx: ShardContext, task: TaskSpec
 ) -> tuple[str, RejectReason, str]:
     """The reject row for an episode that failed: (stage, reason, detail)."""
@@ -220,13 +220,20 @@ def _failure(
             RejectReason.TIMEOUT_EPISODE,
             f"episode took over {ctx.config.run.episode_timeout_s:g}s",
         )
-    if not ctx.host.connected:  # the browser itself is gone: fail the shard, it is retried
+    if not ctx.host.connected or (_closed(exc) and not await ctx.host.responsive()):
+        # the browser itself is gone (or going, e.g. a worker shutting down): fail the shard,
+        # it is retried; a page that merely closed itself is the task's doing, below
         raise BrowserDied(f"browser died during task {task.id}") from exc
     first_line = str(exc).splitlines()[0] if str(exc) else ""
     if opened and opened[0].events.crashed:
         return "episode", RejectReason.RENDERER_CRASH, f"the page's renderer crashed: {first_line}"
     log.warning("episode failed", extra={"task_id": task.id}, exc_info=exc)
     return "task", RejectReason.BROWSER_ERROR, f"{type(exc).__name__}: {first_line}"
+
+
+def _closed(exc: BaseException) -> bool:
+    """Playwright's "target page, context or browser has been closed" (its class is private)."""
+    return type(exc).__name__ == "TargetClosedError"
 
 
 async def _watchdog(ctx: ShardContext, task: TaskSpec) -> None:

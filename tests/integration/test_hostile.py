@@ -88,7 +88,9 @@ def test_renderer_crash_is_flagged_and_classified(browser_plugin, pages, tmp_pat
 
     session, error = browser_plugin.run(scenario(), timeout=60)
     assert session.events.crashed and error is not None
-    stage, reason, _ = _failure(error, [session], ctx, task(pages, "fullscreen"))
+    stage, reason, _ = browser_plugin.run(
+        _failure(error, [session], ctx, task(pages, "fullscreen"))
+    )
     assert (stage, reason) == ("episode", RejectReason.RENDERER_CRASH)
     assert browser_plugin.run(host.responsive())  # one page crashed, not the browser
 
