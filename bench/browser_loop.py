@@ -166,8 +166,9 @@ class OursSide:
 
     name = "ours"
 
-    def __init__(self, config: BrowserConfig) -> None:
-        self.host = BrowserHost(config)
+    def __init__(self, config: BrowserConfig, allow: list[str]) -> None:
+        # As in the pipeline: the URL guard and egress proxy on, the site server allowed.
+        self.host = BrowserHost(config, allow=allow)
         self.driver: psutil.Process | None = None  # Playwright's driver, once started
         self.version = ""
 
@@ -451,9 +452,9 @@ def make_jobs(server: SiteServer, sites: list[str], episodes: int, seed: int) ->
 
 async def run_bench(args: argparse.Namespace, config: BrowserConfig, sites: list[str]) -> Report:
     """Start both sides, warm each up (not measured), then alternate rounds: ours, bare, ..."""
-    sides: list[Side] = [OursSide(config), BareSide(config)]
-    results: dict[str, list[RoundResult]] = {s.name: [] for s in sides}
     with SiteServer(BUNDLED_SITES) as server:
+        sides: list[Side] = [OursSide(config, [server.origin]), BareSide(config)]
+        results: dict[str, list[RoundResult]] = {s.name: [] for s in sides}
         jobs = make_jobs(server, sites, args.episodes, args.seed)
         try:
             for side in sides:
