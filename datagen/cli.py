@@ -57,7 +57,7 @@ def _show_plan(plan: Plan) -> None:
             "episodes",
             f"{plan.episodes} ({cfg.run.repeats} per task, ≤ {cfg.run.max_steps} steps unless the task says)",
         ),
-        ("shards", f"{len(plan.busy_shards)} (≈{cfg.run.tasks_per_shard} tasks each)"),
+        ("shards", f"{len(plan.shard_ids)} (≈{cfg.run.tasks_per_shard} tasks each)"),
         ("cluster", cluster),
         ("sessions", f"{cfg.cluster.sessions_per_worker} per worker"),
         ("policy", cfg.policy.type),

@@ -32,9 +32,9 @@ class Plan:
         return len(self.tasks) * self.config.run.repeats
 
     @property
-    def busy_shards(self) -> list[int]:
-        """Indices of the shards that hold tasks (hash sharding can leave some empty)."""
-        return [i for i, shard in enumerate(self.shards) if shard]
+    def shard_ids(self) -> list[int]:
+        """Indices of the shards (every shard holds at least one task)."""
+        return list(range(len(self.shards)))
 
 
 def make_plan(config: PipelineConfig) -> Plan:

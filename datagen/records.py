@@ -383,4 +383,3 @@ class ShardResult(Frozen):
         0.0, description="the worker's browser memory (USS) when the shard ended"
     )
     browser_episodes: int = Field(0, description="episodes this browser has run since it started")
-    skipped: bool = False

@@ -88,8 +88,8 @@ def execute(plan: Plan, progress: RunProgress) -> RunSummary:
     storage = output_storage(config.output)
     claim_output(storage, plan.run_id, config.model_dump(mode="json"))
     done = completed_shards(storage)
-    pending = [i for i in plan.busy_shards if i not in done]
-    summary = RunSummary(manifest={}, skipped_shards=sorted(done & set(plan.busy_shards)))
+    pending = [i for i in plan.shard_ids if i not in done]
+    summary = RunSummary(manifest={}, skipped_shards=sorted(done & set(plan.shard_ids)))
     engine: dict[str, Any] = {}
     skipped_episodes = sum(len(plan.shards[i]) for i in summary.skipped_shards) * config.run.repeats
     if pending:
@@ -125,6 +125,6 @@ def execute(plan: Plan, progress: RunProgress) -> RunSummary:
             client.unsubscribe_topic(PROGRESS_TOPIC)
     else:
         progress.started("", plan.episodes, skipped_episodes)
-    summary.manifest = finalize(storage, plan.busy_shards, {"engine": engine} if engine else {})
+    summary.manifest = finalize(storage, plan.shard_ids, {"engine": engine} if engine else {})
     summary.seconds = time.perf_counter() - started
     return summary

@@ -4,7 +4,7 @@ from PIL import Image
 
 from datagen.annotate import grounding_rows, referring_expression
 from datagen.config import ValidationConfig
-from datagen.records import Click, Element, Observation, RejectReason
+from datagen.records import Click, Element, GroundingRow, Observation, RejectReason
 from datagen.validate import check_grounding, check_step
 
 
@@ -42,6 +42,13 @@ def obs(elements: list[Element], scale: float = 2.0, shot: bytes | None = None) 
     )
 
 
+def rows_for(elements: list[Element], limit: int) -> list[GroundingRow]:
+    ids = {"run_id": "r", "schema_version": "1", "task_id": "t", "episode_id": "e"}
+    return grounding_rows(
+        obs(elements), **ids, browser_version="chromium/1", step_index=0, limit=limit
+    )
+
+
 def test_referring_expressions() -> None:
     assert referring_expression(el(name="Add to cart")) == 'the "Add to cart" button'
     assert (
@@ -56,16 +63,7 @@ def test_referring_expressions() -> None:
 
 
 def test_grounding_boxes_in_screenshot_pixels_and_normalised() -> None:
-    (row,) = grounding_rows(
-        obs([el(name="Go")]),
-        run_id="r",
-        schema_version="1",
-        task_id="t",
-        episode_id="e",
-        browser_version="chromium/1",
-        step_index=0,
-        limit=10,
-    )
+    (row,) = rows_for([el(name="Go")], limit=10)
     assert row.bbox_px == (20, 40, 220, 100)
     assert row.bbox_norm == (20 / 800, 40 / 600, 220 / 800, 100 / 600)
     assert row.point_px == (120, 70)
@@ -75,16 +73,7 @@ def test_grounding_boxes_in_screenshot_pixels_and_normalised() -> None:
 
 def test_grounding_rules_give_reasons() -> None:
     def reason(element: Element) -> RejectReason | None:
-        (row,) = grounding_rows(
-            obs([element]),
-            run_id="r",
-            schema_version="1",
-            task_id="t",
-            episode_id="e",
-            browser_version="chromium/1",
-            step_index=0,
-            limit=1,
-        )
+        (row,) = rows_for([element], limit=1)
         problem = check_grounding(row, ValidationConfig(min_box_px=4))
         return problem[0] if problem else None
 
