@@ -10,6 +10,9 @@ For each scenario the stand-in runs in its own process (`datagen engine sim`) at
 - utilisation = sustained / maximum,
 - client CPU per completed request (this process only: the stand-in is elsewhere).
 
+By default the client's in-flight controller (`datagen.engine.control`) decides how many of the
+sessions' requests reach the engine, as in a pipeline run; `--static` sends them all.
+
     python bench/engine_util.py                  # 100 and 1000 sessions, ~1 minute
     python bench/engine_util.py --sessions 100 --seconds 20 --json out.json
 """
@@ -29,6 +32,7 @@ import httpx
 from PIL import Image
 
 from datagen.engine.client import EngineClient
+from datagen.engine.control import InFlightController
 from datagen.engine.profiles import PROFILES, encode_screenshot
 from datagen.engine.sim.config import SimConfig
 from datagen.engine.sim.engine import saturated_rate
@@ -90,14 +94,20 @@ def start_sim(capacity: int, speed: float) -> tuple[subprocess.Popen[bytes], str
 
 
 async def drive(
-    url: str, sessions: int, seconds: float
+    url: str, sessions: int, seconds: float, adaptive: bool = True
 ) -> tuple[list[tuple[float, int]], float, EngineClient]:
-    """`sessions` loops sending back to back; samples (time, completed) every 0.5 s."""
+    """`sessions` loops sending back to back; samples (time, completed) every 0.5 s. With
+    `adaptive`, the pipeline's in-flight controller steers how many of them reach the engine."""
     body = payload()
     client = EngineClient(url, max_in_flight=sessions, timeout_s=600, retries=2)
     await client.wait_ready(30)
     stop = time.monotonic() + seconds
     samples: list[tuple[float, int]] = []
+    control = (
+        asyncio.create_task(client.control(InFlightController(sessions), interval_s=0.5))
+        if adaptive
+        else None
+    )
 
     async def session() -> None:
         while time.monotonic() < stop:
@@ -111,6 +121,8 @@ async def drive(
     cpu = time.process_time()
     await asyncio.gather(sampler(), *(session() for _ in range(sessions)))
     cpu = time.process_time() - cpu
+    if control is not None:
+        control.cancel()
     await client.close()
     return samples, cpu, client
 
@@ -122,10 +134,12 @@ def sustained(samples: list[tuple[float, int]]) -> float:
     return (c1 - c0) / (t1 - t0) if t1 > t0 else 0.0
 
 
-def scenario(sessions: int, capacity: int, speed: float, seconds: float) -> Result:
+def scenario(
+    sessions: int, capacity: int, speed: float, seconds: float, adaptive: bool = True
+) -> Result:
     proc, url = start_sim(capacity, speed)
     try:
-        samples, cpu, client = asyncio.run(drive(url, sessions, seconds))
+        samples, cpu, client = asyncio.run(drive(url, sessions, seconds, adaptive))
         stats = httpx.get(url + "/sim/stats").json()
     finally:
         proc.terminate()
@@ -155,11 +169,16 @@ def main() -> None:
     parser.add_argument("--speed", type=float, default=10.0, help="stand-in speed factor")
     parser.add_argument("--seconds", type=float, default=25.0)
     parser.add_argument("--json", help="write results here")
+    parser.add_argument(
+        "--static",
+        action="store_true",
+        help="every session's request goes straight to the engine (no in-flight controller)",
+    )
     args = parser.parse_args()
     results = []
     for n in args.sessions:
         capacity = args.capacity or min(n, 256)
-        result = scenario(n, capacity, args.speed, args.seconds)
+        result = scenario(n, capacity, args.speed, args.seconds, not args.static)
         results.append(result)
         print(
             f"sessions {n:5d}  capacity {capacity:4d}  sustained {result.sustained_rps:7.2f} req/s  "

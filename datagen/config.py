@@ -214,9 +214,18 @@ class EngineConfig(Section):
         None, description="bearer key; accepts ${VAR}; never written to outputs or logs"
     )
     max_in_flight: int = Field(
-        128,
+        512,
         ge=1,
-        description="requests in flight over the whole cluster (≈ the server's max_num_seqs)",
+        description="ceiling on requests in flight over the whole cluster (the fixed cap when "
+        "control is static)",
+    )
+    control: Literal["adaptive", "static"] = Field(
+        "adaptive",
+        description="adaptive: steer the in-flight budget from the server's /metrics (queue, "
+        "KV cache, preemptions); static: always max_in_flight",
+    )
+    control_interval_s: float = Field(
+        1.0, gt=0, le=60, description="how often each worker reads /metrics (adaptive)"
     )
     retries: int = Field(
         3, ge=0, le=10, description="retries of connection errors, timeouts and 5xx"

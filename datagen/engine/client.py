@@ -1,10 +1,16 @@
 """The worker's client for a vLLM OpenAI-compatible server.
 
-    payload ─► EngineClient.chat() ─► ChatResult(content, usage, latency, attempts)
+    payload ─► EngineClient.chat(role) ─► gate ─► POST /v1/chat/completions ─► ChatResult
 
-One `httpx.AsyncClient` per endpoint and worker, its pool sized to the worker's in-flight
-budget (the peers lost throughput to a library's default cap of 100 connections), keep-alive
-expiry under vLLM's 5 s so pooled sockets don't race server closes. Retries: connection
+One aiohttp session per endpoint and worker. Its connection pool is sized to the hard ceiling
+of requests in flight; the peers lost throughput to a library's default cap of 100 connections.
+Keep-alive expires under vLLM's 5 s, so pooled sockets don't race server closes.
+
+aiohttp replaced httpx here because httpcore's pool scans every connection on every request:
+12.6 ms of CPU per request with 1,000 open connections, measured by `bench/engine_util.py`.
+
+What is actually sent is bounded by `gate`, a PriorityGate. Its limit is either fixed or steered
+by an InFlightController from the server's /metrics (`control()`). Retries cover connection
 errors, timeouts and 5xx, with capped jittered exponential backoff; never 4xx.
 
     EngineError            base
@@ -15,15 +21,20 @@ errors, timeouts and 5xx, with capped jittered exponential backoff; never 4xx.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import math
 import random
 import time
 import uuid
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
+import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
+
+from datagen.engine.control import EngineLoad, InFlightController, PriorityGate
 
 log = logging.getLogger(__name__)
 KEEPALIVE_EXPIRY_S = 4.0  # below vLLM's VLLM_HTTP_TIMEOUT_KEEP_ALIVE (5 s)
@@ -32,7 +43,9 @@ WATCHED_METRICS = (
     "vllm:num_requests_running",
     "vllm:num_requests_waiting",
     "vllm:kv_cache_usage_perc",
+    "vllm:num_preemptions_total",
 )
+TRANSIENT = (aiohttp.ClientError, asyncio.TimeoutError)
 
 
 class EngineError(Exception):
@@ -84,7 +97,7 @@ class ChatResult:
 
 @dataclass
 class ClientStats:
-    """Counters of one client, for the run's metrics."""
+    """Counters of one client, for the run's metrics (latencies: the most recent 2,048)."""
 
     requests: int = 0
     retries: int = 0
@@ -92,6 +105,7 @@ class ClientStats:
     latency_ms: float = 0.0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    recent_latency_ms: deque[float] = field(default_factory=lambda: deque(maxlen=2048))
 
 
 class EngineClient:
@@ -107,26 +121,16 @@ class EngineClient:
         retries: int = 3,
         backoff_s: float = 0.5,
         max_backoff_s: float = 8.0,
-        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        limits = httpx.Limits(
-            max_connections=max_in_flight,
-            max_keepalive_connections=max_in_flight,
-            keepalive_expiry=KEEPALIVE_EXPIRY_S,
-        )
         self.url = url.rstrip("/")
-        self._http = httpx.AsyncClient(
-            base_url=self.url,
-            headers=headers,
-            limits=limits,
-            timeout=httpx.Timeout(timeout_s, connect=5.0),
-            transport=transport,
-        )
-        self._gate = asyncio.Semaphore(max_in_flight)
-        self.max_in_flight = max_in_flight
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=5.0)
+        self._http: aiohttp.ClientSession | None = None
+        self.max_in_flight = max(1, max_in_flight)  # the pool's size: a hard ceiling
+        self.gate = PriorityGate(self.max_in_flight)
         self.retries, self.backoff_s, self.max_backoff_s = retries, backoff_s, max_backoff_s
         self.stats = ClientStats()
+        self.controller: InFlightController | None = None
 
     async def __aenter__(self) -> EngineClient:
         return self
@@ -134,8 +138,20 @@ class EngineClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    def _session(self) -> aiohttp.ClientSession:
+        if self._http is None:  # made on first use, inside the loop that will use it
+            connector = aiohttp.TCPConnector(  # + room for /metrics and /health beside chats
+                limit=self.max_in_flight + 4, limit_per_host=0, keepalive_timeout=KEEPALIVE_EXPIRY_S
+            )
+            self._http = aiohttp.ClientSession(
+                self.url, connector=connector, headers=self._headers, timeout=self._timeout
+            )
+        return self._http
+
     async def close(self) -> None:
-        await self._http.aclose()
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
 
     # ------------------------------------------------------------------ readiness
 
@@ -145,65 +161,97 @@ class EngineClient:
         last = "no answer"
         while time.monotonic() < deadline:
             try:
-                health = await self._http.get("/health", timeout=5.0)
-                if health.status_code == 200:
+                async with self._session().get("/health", timeout=_timeout(5.0)) as health:
+                    status = health.status
+                if status == 200:
                     return (await self.models())[0]
-                last = f"/health answered {health.status_code}"
-            except httpx.TransportError as exc:
+                last = f"/health answered {status}"
+            except TRANSIENT as exc:
                 last = f"{type(exc).__name__}: {exc}"
             await asyncio.sleep(0.5)
         raise EngineUnavailable(f"{self.url} not ready after {timeout_s:g}s ({last})")
 
     async def models(self) -> list[ModelInfo]:
-        response = await self._http.get("/v1/models", timeout=10.0)
-        self._raise_for_status(response)
+        status, body = await self._get("/v1/models")
+        data = _json_or_raise(status, body)
         return [
-            ModelInfo(m["id"], m.get("max_model_len"), m.get("owned_by", ""))
-            for m in response.json()["data"]
+            ModelInfo(m["id"], m.get("max_model_len"), m.get("owned_by", "")) for m in data["data"]
         ]
 
     async def metrics(self) -> dict[str, float]:
-        """The engine's queue and cache gauges, summed over label sets."""
-        response = await self._http.get("/metrics", timeout=10.0)
-        self._raise_for_status(response)
+        """The engine's queue, cache and preemption figures, summed over label sets."""
+        status, body = await self._get("/metrics")
+        if status >= 400:
+            _json_or_raise(status, body)
+        wanted = [
+            line for line in body.decode().splitlines() if line.startswith(WATCHED_METRICS)
+        ]  # the rest (histograms) is most of the text and is not needed
         out: dict[str, float] = {}
-        for family in text_string_to_metric_families(response.text):
+        for family in text_string_to_metric_families("\n".join(wanted) + "\n"):
             for sample in family.samples:
                 if sample.name in WATCHED_METRICS:
                     out[sample.name] = out.get(sample.name, 0.0) + sample.value
         return out
 
+    async def _get(self, path: str) -> tuple[int, bytes]:
+        async with self._session().get(path, timeout=_timeout(10.0)) as response:
+            return response.status, await response.read()
+
+    # ------------------------------------------------------------------ in-flight control
+
+    async def control(
+        self, controller: InFlightController, fraction: float = 1.0, interval_s: float = 1.0
+    ) -> None:
+        """Steer `gate.limit` to `fraction` of the controller's total, reading /metrics every
+        `interval_s` (jittered, so workers don't read in step). Runs until cancelled; a
+        failed read keeps the last limit."""
+        self.controller = controller
+        self.gate.limit = min(self.max_in_flight, math.ceil(controller.total * fraction))
+        while True:
+            await asyncio.sleep(interval_s * random.uniform(0.8, 1.2))
+            try:
+                load = EngineLoad.from_metrics(await self.metrics())
+            except (EngineError, *TRANSIENT) as exc:
+                log.info("engine metrics unavailable (%s); keeping %d", exc, self.gate.limit)
+                continue
+            total = controller.update(load)
+            self.gate.limit = min(self.max_in_flight, math.ceil(total * fraction))
+
     # ------------------------------------------------------------------ chat
 
     async def chat(
-        self,
-        payload: dict[str, Any],
-        *,
-        timeout_s: float | None = None,
-        gate: asyncio.Semaphore | None = None,
+        self, payload: dict[str, Any], *, timeout_s: float | None = None, role: str = ""
     ) -> ChatResult:
-        """One chat completion, retried on transient failures; `gate` is a role's own share."""
+        """One chat completion, retried on transient failures, through `role`'s gate share."""
         base_id = uuid.uuid4().hex
+        body = json.dumps(payload, separators=(",", ":")).encode()
         started = time.perf_counter()
         problem = ""
+        http = self._session()
         for attempt in range(1, self.retries + 2):
             try:
-                async with gate or _NO_GATE, self._gate:
-                    response = await self._http.post(
+                async with (
+                    self.gate.slot(role),
+                    http.post(
                         "/v1/chat/completions",
-                        json=payload,
-                        headers={"X-Request-Id": f"{base_id}-{attempt}"},
-                        timeout=timeout_s if timeout_s is not None else httpx.USE_CLIENT_DEFAULT,
-                    )
-            except httpx.TransportError as exc:  # connect errors, resets, timeouts
+                        data=body,
+                        headers={
+                            "Content-Type": "application/json",
+                            "X-Request-Id": f"{base_id}-{attempt}",
+                        },
+                        timeout=_timeout(timeout_s) if timeout_s is not None else None,
+                    ) as response,
+                ):
+                    status, raw = response.status, await response.read()
+            except TRANSIENT as exc:  # connect errors, resets, timeouts
                 problem = f"{type(exc).__name__}: {exc}"
             else:
-                if response.status_code < 400:
-                    return self._result(response, started, attempt)
-                if response.status_code < 500:
+                if status < 400:
+                    return self._result(raw, started, attempt)
+                if status < 500:
                     self._count_failure("rejected")
-                    self._raise_for_status(response)
-                problem = f"HTTP {response.status_code}"
+                    _json_or_raise(status, raw)
+                problem = f"HTTP {status}"
             if attempt <= self.retries:
                 self.stats.retries += 1
                 log.info("engine call failed (%s), attempt %d, retrying", problem, attempt)
@@ -215,8 +263,8 @@ class EngineClient:
         """Full jitter: uniform in [0, min(cap, base·2^(attempt-1))]."""
         return random.uniform(0, min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1)))
 
-    def _result(self, response: httpx.Response, started: float, attempts: int) -> ChatResult:
-        data = response.json()
+    def _result(self, raw: bytes, started: float, attempts: int) -> ChatResult:
+        data = json.loads(raw)
         choice = data["choices"][0]
         message = choice.get("message") or {}
         usage = data.get("usage") or {}
@@ -235,6 +283,7 @@ class EngineClient:
         stats = self.stats
         stats.requests += 1
         stats.latency_ms += latency
+        stats.recent_latency_ms.append(latency)
         stats.prompt_tokens += result.prompt_tokens
         stats.completion_tokens += result.completion_tokens
         return result
@@ -242,27 +291,19 @@ class EngineClient:
     def _count_failure(self, kind: str) -> None:
         self.stats.failures[kind] = self.stats.failures.get(kind, 0) + 1
 
-    @staticmethod
-    def _raise_for_status(response: httpx.Response) -> None:
-        if response.status_code < 400:
-            return
-        try:
-            error = response.json().get("error")
-        except ValueError:
-            error = response.text
-        if isinstance(error, dict):
-            raise EngineRejected(
-                response.status_code, str(error.get("type")), str(error.get("message"))
-            )
-        raise EngineRejected(response.status_code, "", str(error))
+
+def _timeout(seconds: float) -> aiohttp.ClientTimeout:
+    return aiohttp.ClientTimeout(total=seconds, sock_connect=min(5.0, seconds))
 
 
-class _NoGate:
-    async def __aenter__(self) -> None:
-        return None
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
-
-
-_NO_GATE = _NoGate()
+def _json_or_raise(status: int, raw: bytes) -> Any:
+    """The decoded body of a success; EngineRejected with vLLM's error envelope otherwise."""
+    if status < 400:
+        return json.loads(raw)
+    try:
+        error = json.loads(raw).get("error")
+    except (ValueError, AttributeError):
+        error = raw.decode(errors="replace")
+    if isinstance(error, dict):
+        raise EngineRejected(status, str(error.get("type")), str(error.get("message")))
+    raise EngineRejected(status, "", str(error))

@@ -2,10 +2,12 @@
 
     Engines.ask(role, messages, schema, model) ─► (parsed answer, ChatResult)
 
-One EngineClient per distinct URL, its pool and gate sized to this worker's share of the
-cluster-wide in-flight budget (so the sum over workers never exceeds it); one semaphore per
-role for its share of that. An answer that fails validation is asked again once at
-temperature 0, then becomes a ModelOutputError (a reject reason, not a crash).
+One EngineClient per distinct URL, its pool sized to this worker's share of the cluster-wide
+ceiling (so the sum over workers never exceeds it). Its gate holds each role to its share of
+the current limit, and hands free slots to the policy first, then the localizer, the judge and
+the expression writer. With `engine.control: adaptive` a task per client steers that limit
+from the server's /metrics (`datagen.engine.control`). An answer that fails validation is asked
+again once at temperature 0, then becomes a ModelOutputError (a reject reason, not a crash).
 """
 
 from __future__ import annotations
@@ -17,7 +19,10 @@ from typing import Any
 
 from datagen.config import EngineConfig, PipelineConfig, RoleConfig, VlmPolicy
 from datagen.engine.client import ChatResult, EngineClient
+from datagen.engine.control import InFlightController
 from datagen.engine.profiles import PROFILES, ModelOutputError, PromptProfile, Strict, parse_output
+
+PRIORITY = {"policy": 0, "localizer": 1, "judge": 2, "writer": 3}
 
 
 @dataclass
@@ -25,7 +30,6 @@ class Role:
     name: str
     config: RoleConfig
     client: EngineClient
-    gate: asyncio.Semaphore
     model: str = ""
     standin: bool = False
 
@@ -34,13 +38,15 @@ class Engines:
     """Clients and gates of one worker; start() on the loop that will use them."""
 
     def __init__(
-        self, engine: EngineConfig, roles: dict[str, RoleConfig], worker_budget: int
+        self, engine: EngineConfig, roles: dict[str, RoleConfig], workers: int = 1
     ) -> None:
         self.engine = engine
         self.role_configs = roles
-        self.worker_budget = max(1, worker_budget)
+        self.fraction = 1 / max(1, workers)  # this worker's part of the cluster's budget
+        self.worker_budget = max(1, math.ceil(engine.max_in_flight * self.fraction))
         self.clients: dict[str, EngineClient] = {}
         self.roles: dict[str, Role] = {}
+        self._control: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
         key = self.engine.api_key.get_secret_value() if self.engine.api_key else None
@@ -57,16 +63,39 @@ class Engines:
                     retries=self.engine.retries,
                 )
             client = self.clients[url]
-            share = max(1, math.floor(self.worker_budget * config.share))
-            self.roles[name] = Role(name, config, client, asyncio.Semaphore(share))
+            client.gate.add_class(name, priority=PRIORITY.get(name, 9), share=config.share)
+            self.roles[name] = Role(name, config, client)
         for role in self.roles.values():
             info = await role.client.wait_ready(self.engine.ready_timeout_s)
             role.model = role.config.model or info.id
             role.standin = info.is_standin
+        if self.engine.control == "adaptive":
+            for client in self.clients.values():
+                controller = InFlightController(self.engine.max_in_flight)
+                loop = client.control(controller, self.fraction, self.engine.control_interval_s)
+                self._control.append(asyncio.create_task(loop, name=f"control {client.url}"))
 
     async def close(self) -> None:
+        for task in self._control:
+            task.cancel()
+        await asyncio.gather(*self._control, return_exceptions=True)
         for client in self.clients.values():
             await client.close()
+
+    def load(self) -> dict[str, float]:
+        """Live figures of this worker's clients, summed (for the dashboard)."""
+        out = {"requests": 0.0, "prompt_tokens": 0.0, "completion_tokens": 0.0, "latency_ms": 0.0}
+        out |= {"in_flight": 0.0, "limit": 0.0, "queued": 0.0}
+        for client in self.clients.values():
+            stats = client.stats
+            out["requests"] += stats.requests
+            out["prompt_tokens"] += stats.prompt_tokens
+            out["completion_tokens"] += stats.completion_tokens
+            out["latency_ms"] += stats.latency_ms
+            out["in_flight"] += client.gate.active
+            out["limit"] += client.gate.limit
+            out["queued"] += client.gate.waiting
+        return out
 
     def has(self, role: str) -> bool:
         return role in self.roles
@@ -83,12 +112,12 @@ class Engines:
             "max_tokens": r.config.max_tokens,
             "structured_outputs": {"json": schema},
         }
-        result = await r.client.chat(payload, timeout_s=r.config.timeout_s, gate=r.gate)
+        result = await r.client.chat(payload, timeout_s=r.config.timeout_s, role=r.name)
         try:
             return parse_output(result.content, model), result
         except ModelOutputError:
             retry = await r.client.chat(
-                {**payload, "temperature": 0.0}, timeout_s=r.config.timeout_s, gate=r.gate
+                {**payload, "temperature": 0.0}, timeout_s=r.config.timeout_s, role=r.name
             )
             try:
                 return parse_output(retry.content, model), _merged(result, retry)

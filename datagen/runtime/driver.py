@@ -95,8 +95,8 @@ def execute(plan: Plan, progress: RunProgress) -> RunSummary:
     if pending:
         with engine_endpoint(config) as (config, engine), connect(config.cluster) as client:
             summary.dashboard = client.dashboard_link
-            budget = config.engine.max_in_flight // max(1, _worker_count(client, config.cluster))
-            client.register_plugin(BrowserPlugin(config, engine_budget=max(1, budget)))
+            workers = _worker_count(client, config.cluster)
+            client.register_plugin(BrowserPlugin(config, workers=workers))
             client.subscribe_topic(PROGRESS_TOPIC, lambda event: progress.episode(event[1]))
             progress.started(summary.dashboard, plan.episodes, skipped_episodes)
             futures = {

@@ -33,9 +33,9 @@ class BrowserPlugin(WorkerPlugin):
 
     name = PLUGIN_NAME
 
-    def __init__(self, config: PipelineConfig, engine_budget: int = 0) -> None:
+    def __init__(self, config: PipelineConfig, workers: int = 1) -> None:
         self.config = config
-        self.engine_budget = engine_budget  # this worker's share of engine.max_in_flight
+        self.workers = workers  # the workers sharing the engine's in-flight budget
         self.loop: asyncio.AbstractEventLoop | None = None
         self.thread: threading.Thread | None = None
         self.host: BrowserHost | None = None
@@ -53,7 +53,7 @@ class BrowserPlugin(WorkerPlugin):
         try:
             self.run(host.start(), timeout=120)
             if self.config.uses_engine:
-                engines = Engines(self.config.engine, roles_for(self.config), self.engine_budget)
+                engines = Engines(self.config.engine, roles_for(self.config), self.workers)
                 self.engines = engines
                 self.run(engines.start(), timeout=self.config.engine.ready_timeout_s + 10)
         except BaseException:

@@ -40,7 +40,7 @@ def test_round_trip_keeps_only_expressions_that_ground_back(
         )
 
         async def scenario():  # type: ignore[no-untyped-def]
-            engines = Engines(config.engine, roles_for(config), worker_budget=8)
+            engines = Engines(config.engine, roles_for(config))
             await engines.start()
             try:
                 ctx = ShardContext(

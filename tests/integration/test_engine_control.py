@@ -1,0 +1,58 @@
+"""The adaptive in-flight budget against the stand-in over HTTP: it follows the engine's
+capacity when that changes mid-run (POST /sim/config), from /metrics alone."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+
+from datagen.engine.client import EngineClient
+from datagen.engine.control import InFlightController
+from datagen.engine.sim import SimConfig, SimServer
+
+CHAT = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 200}
+
+
+def test_budget_follows_the_engine_capacity() -> None:
+    config = SimConfig(speed_factor=5, max_num_seqs=32, text_reply="x" * 400)
+    with SimServer(config) as server:
+
+        async def scenario() -> tuple[list[tuple[str, int, int]], dict[str, float]]:
+            async with EngineClient(server.url, max_in_flight=100, retries=0) as client:
+                controller = InFlightController(100, start=100)
+                control = asyncio.create_task(client.control(controller, interval_s=0.2))
+                stop = asyncio.Event()
+                seen: list[tuple[str, int, int]] = []
+
+                async def session() -> None:
+                    while not stop.is_set():
+                        await client.chat(CHAT)
+
+                async def watch(phase: str, seconds: float) -> None:
+                    for _ in range(int(seconds / 0.1)):
+                        await asyncio.sleep(0.1)
+                        seen.append((phase, client.gate.limit, client.gate.active))
+
+                sessions = [asyncio.create_task(session()) for _ in range(100)]
+                await watch("full", 3.0)  # 32 slots: the budget settles at 32 + a short queue
+                httpx.post(server.url + "/sim/config", json={"pool_gib": 1.5})  # ≈ 11 fit
+                await watch("small", 4.0)
+                before = await client.metrics()
+                await watch("settled", 2.0)
+                after = await client.metrics()
+                stop.set()
+                await asyncio.gather(*sessions)
+                control.cancel()
+                preempted = after["vllm:num_preemptions_total"] - before.get(
+                    "vllm:num_preemptions_total", 0.0
+                )
+                return seen, {"preempted": preempted}
+
+        seen, figures = asyncio.run(scenario())
+    full = [limit for phase, limit, _ in seen if phase == "full"][-5:]
+    settled = [limit for phase, limit, _ in seen if phase == "settled"]
+    assert all(32 <= limit <= 40 for limit in full), full  # engine full, queue short
+    assert all(limit <= 11 for limit in settled), settled  # what the smaller cache holds
+    assert max(active for phase, _, active in seen if phase == "settled") <= 11
+    assert figures["preempted"] == 0  # no more thrashing once settled
