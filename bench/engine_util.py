@@ -54,8 +54,9 @@ class Result:
     errors: int
 
 
-def payload() -> dict[str, object]:
-    """A navigation request as the vlm policy sends it (a synthetic page as the screenshot)."""
+def payload(schema: bool = True) -> dict[str, object]:
+    """A navigation request as the vlm policy sends it (a synthetic page as the screenshot);
+    without `schema`, the stand-in answers its configured `text_reply`."""
     image = Image.new("RGB", (1280, 800), "white")
     for x in range(0, 1280, 160):
         image.paste((40 + x % 200, 90, 160), (x + 10, 100, x + 140, 140))
@@ -66,12 +67,10 @@ def payload() -> dict[str, object]:
     messages = profile.navigation_messages(
         "Add a yoga mat to the cart and check out.", 0, "", [], [sent]
     )
-    return {
-        "messages": messages,
-        "temperature": 0.7,
-        "max_tokens": 512,
-        "structured_outputs": {"json": profile.navigation_schema(sent)},
-    }
+    body: dict[str, object] = {"messages": messages, "temperature": 0.7, "max_tokens": 512}
+    if schema:
+        body["structured_outputs"] = {"json": profile.navigation_schema(sent)}
+    return body
 
 
 def start_sim(capacity: int, speed: float) -> tuple[subprocess.Popen[bytes], str]:

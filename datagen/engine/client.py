@@ -89,23 +89,27 @@ class ChatResult:
     finish_reason: str
     prompt_tokens: int
     completion_tokens: int
-    latency_ms: float
+    latency_ms: float  # from the call to the answer, waits for a slot and retries included
     attempts: int
     request_id: str
     model: str
+    queued_ms: float = 0.0  # of latency_ms, the time spent waiting for a slot in the gate
 
 
 @dataclass
 class ClientStats:
-    """Counters of one client, for the run's metrics (latencies: the most recent 2,048)."""
+    """Counters of one client, for the run's metrics."""
 
     requests: int = 0
     retries: int = 0
+    shed: int = 0
     failures: dict[str, int] = field(default_factory=dict)
     latency_ms: float = 0.0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    recent_latency_ms: deque[float] = field(default_factory=lambda: deque(maxlen=2048))
+    recent_latency_ms: deque[float] = field(  # at the engine: waits in the gate left out
+        default_factory=lambda: deque(maxlen=2048)
+    )
 
 
 class EngineClient:
@@ -203,8 +207,9 @@ class EngineClient:
         self, controller: InFlightController, fraction: float = 1.0, interval_s: float = 1.0
     ) -> None:
         """Steer `gate.limit` to `fraction` of the controller's total, reading /metrics every
-        `interval_s` (jittered, so workers don't read in step). Runs until cancelled; a
-        failed read keeps the last limit."""
+        `interval_s` (jittered, so workers don't read in step). When the engine preempts and
+        more is in flight than the new limit, the newest requests are shed (aborted and queued
+        again here). Runs until cancelled; a failed read keeps the last limit."""
         self.controller = controller
         self.gate.limit = min(self.max_in_flight, math.ceil(controller.total * fraction))
         while True:
@@ -216,6 +221,8 @@ class EngineClient:
                 continue
             total = controller.update(load)
             self.gate.limit = min(self.max_in_flight, math.ceil(total * fraction))
+            if controller.last_reason == "memory" and self.gate.active > self.gate.limit:
+                self.gate.shed(self.gate.active - self.gate.limit)
 
     # ------------------------------------------------------------------ chat
 
@@ -225,45 +232,61 @@ class EngineClient:
         """One chat completion, retried on transient failures, through `role`'s gate share."""
         base_id = uuid.uuid4().hex
         body = json.dumps(payload, separators=(",", ":")).encode()
+        timeout = _timeout(timeout_s) if timeout_s is not None else None
         started = time.perf_counter()
+        queued = 0.0
         problem = ""
-        http = self._session()
-        for attempt in range(1, self.retries + 2):
+        attempt = sends = 1
+        while True:
             try:
-                async with (
-                    self.gate.slot(role),
-                    http.post(
-                        "/v1/chat/completions",
-                        data=body,
-                        headers={
-                            "Content-Type": "application/json",
-                            "X-Request-Id": f"{base_id}-{attempt}",
-                        },
-                        timeout=_timeout(timeout_s) if timeout_s is not None else None,
-                    ) as response,
-                ):
-                    status, raw = response.status, await response.read()
+                asked = time.perf_counter()
+                async with self.gate.slot(role) as ticket:
+                    queued += time.perf_counter() - asked
+                    work = ticket.work = asyncio.ensure_future(
+                        self._post(body, f"{base_id}-{sends}", timeout)
+                    )
+                    sends += 1
+                    try:
+                        status, raw = await work
+                    except asyncio.CancelledError:
+                        current = asyncio.current_task()
+                        if not ticket.shed or (current is not None and current.cancelling()):
+                            work.cancel()
+                            raise
+                        self.stats.shed += 1  # the engine thrashed: queue again, not an attempt
+                        continue
             except TRANSIENT as exc:  # connect errors, resets, timeouts
                 problem = f"{type(exc).__name__}: {exc}"
             else:
                 if status < 400:
-                    return self._result(raw, started, attempt)
+                    return self._result(raw, started, attempt, queued)
                 if status < 500:
                     self._count_failure("rejected")
                     _json_or_raise(status, raw)
                 problem = f"HTTP {status}"
-            if attempt <= self.retries:
-                self.stats.retries += 1
-                log.info("engine call failed (%s), attempt %d, retrying", problem, attempt)
-                await asyncio.sleep(self._backoff(attempt))
+            if attempt > self.retries:
+                break
+            self.stats.retries += 1
+            log.info("engine call failed (%s), attempt %d, retrying", problem, attempt)
+            await asyncio.sleep(self._backoff(attempt))
+            attempt += 1
         self._count_failure("unavailable")
         raise EngineUnavailable(f"{self.url}: {problem} after {self.retries + 1} attempts")
+
+    async def _post(
+        self, body: bytes, request_id: str, timeout: aiohttp.ClientTimeout | None
+    ) -> tuple[int, bytes]:
+        headers = {"Content-Type": "application/json", "X-Request-Id": request_id}
+        async with self._session().post(
+            "/v1/chat/completions", data=body, headers=headers, timeout=timeout
+        ) as response:
+            return response.status, await response.read()
 
     def _backoff(self, attempt: int) -> float:
         """Full jitter: uniform in [0, min(cap, base·2^(attempt-1))]."""
         return random.uniform(0, min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1)))
 
-    def _result(self, raw: bytes, started: float, attempts: int) -> ChatResult:
+    def _result(self, raw: bytes, started: float, attempts: int, queued: float) -> ChatResult:
         data = json.loads(raw)
         choice = data["choices"][0]
         message = choice.get("message") or {}
@@ -279,11 +302,12 @@ class EngineClient:
             attempts=attempts,
             request_id=data.get("id", ""),
             model=data.get("model", ""),
+            queued_ms=queued * 1000,
         )
         stats = self.stats
         stats.requests += 1
         stats.latency_ms += latency
-        stats.recent_latency_ms.append(latency)
+        stats.recent_latency_ms.append(latency - result.queued_ms)
         stats.prompt_tokens += result.prompt_tokens
         stats.completion_tokens += result.completion_tokens
         return result

@@ -11,9 +11,10 @@ The control law, applied every `interval`:
 - a preemption since the last look, or the KV cache at `kv_high`: fall back to 0.8 × what was
   running (the cache is the limit and it was crossed);
 - otherwise the budget is capped at what the cache holds: running × kv_target / kv_usage;
-- more waiting than a short queue (`queue_fraction` of running, at least `min_queue`): the
-  engine is full, keep running + the short queue;
-- nothing waits and the budget is all running: the budget is what limits, probe up ×`probe`;
+- more waiting than a short queue (`queue_fraction` of running, at least `min_queue`) in two
+  readings running: the engine is full, keep running + the short queue;
+- little waits and the whole budget is at the engine: the budget is what limits, probe up
+  ×`probe`;
 - else (a short queue, or demand below the budget): hold.
 
 Every worker runs the same law on the same gauges and takes its fraction of the total, so the
@@ -25,10 +26,12 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -60,17 +63,19 @@ class InFlightController:
         floor: int = 4,
         start: int | None = None,
         queue_fraction: float = 0.1,
-        min_queue: int = 4,
+        min_queue: int = 8,
         kv_target: float = 0.9,
         kv_high: float = 0.97,
         probe: float = 1.5,
     ) -> None:
         self.ceiling, self.floor = max(1, ceiling), max(1, min(floor, ceiling))
-        self.total = self._clamp(start if start is not None else min(ceiling, 256))
+        self.total = self._clamp(start if start is not None else min(ceiling, 64))
         self.queue_fraction, self.min_queue = queue_fraction, min_queue
         self.kv_target, self.kv_high, self.probe = kv_target, kv_high, probe
         self._preemptions: float | None = None
+        self._waiting = 0.0
         self.last_reason = "start"
+        self.history: deque[tuple[float, int, str, EngineLoad]] = deque(maxlen=4096)
 
     def _clamp(self, value: float) -> int:
         return int(max(self.floor, min(self.ceiling, round(value))))
@@ -80,28 +85,44 @@ class InFlightController:
         preempted = self._preemptions is not None and load.preemptions > self._preemptions
         self._preemptions = load.preemptions
         running, waiting, kv = load.running, load.waiting, load.kv_usage
+        # a queue seen twice in a row: single readings catch requests between arrival and
+        # admission (vLLM admits a few per step, within its token budget)
+        queued = min(waiting, self._waiting)
+        self._waiting = waiting
         queue = max(self.min_queue, self.queue_fraction * running)
         if preempted or kv >= self.kv_high:
             target, self.last_reason = 0.8 * max(running, self.floor), "memory"
         else:
             fits = running * self.kv_target / kv if running and kv > 0 else math.inf
-            if waiting > queue:
+            if queued > queue:
                 target, self.last_reason = running + queue, "full"
-            elif not waiting and running >= 0.95 * self.total:
+            elif queued <= queue / 2 and running + waiting >= 0.95 * self.total:
                 target, self.last_reason = self.total * self.probe, "probe"
             else:
                 target, self.last_reason = self.total, "hold"
             if fits < target:
                 target, self.last_reason = fits, "cache"
         self.total = self._clamp(target)
+        self.history.append((time.time(), self.total, self.last_reason, load))
         return self.total
+
+
+@dataclass(eq=False)
+class Ticket:
+    """A held slot. `work` is what `shed()` cancels: the holder's request, not the holder."""
+
+    work: asyncio.Future[Any] | None = None
+    shed: bool = False
 
 
 class PriorityGate:
     """At most `limit` holders at once. A freed slot goes to the waiting class of highest
     priority (lowest number) that is under its share of the limit; FIFO within a class.
 
-    Acquiring with room and nobody waiting is O(1) and never yields to the loop."""
+    Acquiring with room and nobody waiting is O(1) and never yields to the loop. `shed(n)`
+    cancels the work of the n newest holders, which then queue again: how a client stops an
+    engine that thrashes on requests already sent (vLLM aborts a request whose client leaves,
+    and the newest are the ones still waiting in its queue, so no work is lost)."""
 
     def __init__(self, limit: int) -> None:
         self._limit = max(1, limit)
@@ -110,6 +131,7 @@ class PriorityGate:
         self._order: list[str] = []
         self._active: dict[str, int] = {}
         self._waiters: dict[str, deque[asyncio.Future[None]]] = {}
+        self._holders: dict[Ticket, None] = {}  # in the order they got their slot
 
     def add_class(self, name: str, *, priority: int = 0, share: float = 1.0) -> None:
         self._classes[name] = (priority, share)
@@ -137,14 +159,29 @@ class PriorityGate:
         return self.active < self._limit and self._active[name] < self.cap(name)
 
     @asynccontextmanager
-    async def slot(self, name: str = "") -> AsyncIterator[None]:
+    async def slot(self, name: str = "") -> AsyncIterator[Ticket]:
         if name not in self._classes:
             self.add_class(name)
         await self._acquire(name)
+        ticket = Ticket()
+        self._holders[ticket] = None
         try:
-            yield
+            yield ticket
         finally:
+            del self._holders[ticket]
             self._release(name)
+
+    def shed(self, count: int) -> int:
+        """Cancel the work of the `count` newest holders; returns how many were shed."""
+        shed = 0
+        for ticket in reversed(list(self._holders)):
+            if shed >= count:
+                break
+            if ticket.work is not None and not ticket.work.done() and not ticket.shed:
+                ticket.shed = True
+                ticket.work.cancel()
+                shed += 1
+        return shed
 
     async def _acquire(self, name: str) -> None:
         if self._room(name) and not any(self._waiters[n] for n in self._ahead(name)):

@@ -137,6 +137,7 @@ def _merged(first: ChatResult, second: ChatResult) -> ChatResult:
         attempts=first.attempts + second.attempts,
         request_id=second.request_id,
         model=second.model,
+        queued_ms=first.queued_ms + second.queued_ms,
     )
 
 
