@@ -151,6 +151,8 @@ def _show_summary(summary: RunSummary) -> None:
     console.print(
         f"wrote {manifest['pipeline']['output']['uri']} in {summary.seconds:.1f}s: {state}"
     )
+    if summary.report:
+        console.print(f"run report (throughput, latency, memory): {summary.report}")
 
 
 @app.command()

@@ -28,6 +28,7 @@ from datagen.browser.actions import action_json, action_repr
 from datagen.browser.session import BrowserDied, BrowserHost, NavigationFailed, Session
 from datagen.config import PipelineConfig
 from datagen.engine.roles import Engines, profile_for
+from datagen.observe.meter import Meter
 from datagen.policy import Policy, PolicyFailure, make_policy
 from datagen.records import (
     Click,
@@ -64,6 +65,7 @@ class ShardContext:
     resolve_url: Callable[[str], str] = lambda url: url
     on_episode: Callable[[dict[str, Any]], None] = lambda event: None
     engines: Engines | None = None
+    meter: Meter = field(default_factory=Meter)
 
 
 @dataclass
@@ -106,6 +108,9 @@ async def run_shard(shard: int, tasks: list[TaskSpec], ctx: ShardContext) -> Sha
                 outcome = await run_episode(task, repeat, ctx)
             finally:
                 active[0] -= 1
+        ctx.meter.add("episodes")
+        for reject in outcome.rejects:
+            ctx.meter.add("reject:" + reject.reason)
         ctx.on_episode(
             {
                 "shard": shard,
@@ -338,6 +343,7 @@ async def _step(
 ) -> tuple[bool, bool | None, str] | None:
     """observe → check → decide → validate → act → annotate: (done, success, answer)."""
     obs = await _bounded(session.observe(), ctx, "observing", index)
+    ctx.meter.add("screenshots")
     success = await _bounded(
         _check(session, task, first=index == 0), ctx, "the success check", index
     )
@@ -355,6 +361,7 @@ async def _step(
         error = await _bounded(session.act(decision.action), ctx, "acting", index)
     act_ms = (time.perf_counter() - began) * 1000
     out.steps.append(_step_row(out.ids, provenance, index, obs, decision, error, act_ms))
+    ctx.meter.add("steps")
     if ctx.config.annotation.grounding:
         await _annotate(obs, index, out, ctx)
     if isinstance(decision.action, Done):

@@ -105,6 +105,7 @@ class ClientStats:
     shed: int = 0
     failures: dict[str, int] = field(default_factory=dict)
     latency_ms: float = 0.0
+    engine_ms: float = 0.0  # latency_ms without the waits for a slot
     prompt_tokens: int = 0
     completion_tokens: int = 0
     recent_latency_ms: deque[float] = field(  # at the engine: waits in the gate left out
@@ -307,6 +308,7 @@ class EngineClient:
         stats = self.stats
         stats.requests += 1
         stats.latency_ms += latency
+        stats.engine_ms += latency - result.queued_ms
         stats.recent_latency_ms.append(latency - result.queued_ms)
         stats.prompt_tokens += result.prompt_tokens
         stats.completion_tokens += result.completion_tokens

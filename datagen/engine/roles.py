@@ -82,20 +82,25 @@ class Engines:
         for client in self.clients.values():
             await client.close()
 
-    def load(self) -> dict[str, float]:
-        """Live figures of this worker's clients, summed (for the dashboard)."""
-        out = {"requests": 0.0, "prompt_tokens": 0.0, "completion_tokens": 0.0, "latency_ms": 0.0}
-        out |= {"in_flight": 0.0, "limit": 0.0, "queued": 0.0}
+    def counters(self) -> dict[str, float]:
+        """Totals of this worker's clients so far (the meter turns them into rates)."""
+        out = {"engine_requests": 0.0, "prompt_tokens": 0.0, "completion_tokens": 0.0}
+        out["engine_latency_ms"] = 0.0
         for client in self.clients.values():
-            stats = client.stats
-            out["requests"] += stats.requests
-            out["prompt_tokens"] += stats.prompt_tokens
-            out["completion_tokens"] += stats.completion_tokens
-            out["latency_ms"] += stats.latency_ms
-            out["in_flight"] += client.gate.active
-            out["limit"] += client.gate.limit
-            out["queued"] += client.gate.waiting
+            out["engine_requests"] += client.stats.requests
+            out["prompt_tokens"] += client.stats.prompt_tokens
+            out["completion_tokens"] += client.stats.completion_tokens
+            out["engine_latency_ms"] += client.stats.engine_ms
         return out
+
+    def in_flight(self) -> tuple[int, int, int]:
+        """Requests at the engine, the limit, and requests waiting for a slot, now."""
+        gates = [client.gate for client in self.clients.values()]
+        return (
+            sum(g.active for g in gates),
+            sum(g.limit for g in gates),
+            sum(g.waiting for g in gates),
+        )
 
     def has(self, role: str) -> bool:
         return role in self.roles

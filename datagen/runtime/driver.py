@@ -21,13 +21,15 @@ import dask
 from distributed import Client, LocalCluster, as_completed
 
 from datagen.config import ClusterConfig
+from datagen.observe.report import Timeline, step_latencies, write_report
 from datagen.plan import Plan
 from datagen.records import ShardResult
 from datagen.runtime.endpoint import engine_endpoint
 from datagen.runtime.plugin import BrowserPlugin
 from datagen.runtime.tasks import PROGRESS_TOPIC, run_shard_task
 from datagen.sink.manifest import finalize
-from datagen.sink.storage import output_storage
+from datagen.sink.read import read_committed
+from datagen.sink.storage import Storage, output_storage
 from datagen.sink.writer import claim_output, completed_shards
 
 log = logging.getLogger(__name__)
@@ -51,6 +53,7 @@ class RunSummary:
     failed_shards: dict[int, str] = field(default_factory=dict)
     seconds: float = 0.0
     dashboard: str = ""
+    report: str = ""  # the run report's location, when one was written
 
 
 @contextlib.contextmanager
@@ -91,12 +94,14 @@ def execute(plan: Plan, progress: RunProgress) -> RunSummary:
     pending = [i for i in plan.shard_ids if i not in done]
     summary = RunSummary(manifest={}, skipped_shards=sorted(done & set(plan.shard_ids)))
     engine: dict[str, Any] = {}
+    timeline: Timeline | None = None
     skipped_episodes = sum(len(plan.shards[i]) for i in summary.skipped_shards) * config.run.repeats
     if pending:
         with engine_endpoint(config) as (config, engine), connect(config.cluster) as client:
             summary.dashboard = client.dashboard_link
             workers = _worker_count(client, config.cluster)
             client.register_plugin(BrowserPlugin(config, workers=workers))
+            timeline = Timeline(client).start()
             client.subscribe_topic(PROGRESS_TOPIC, lambda event: progress.episode(event[1]))
             progress.started(summary.dashboard, plan.episodes, skipped_episodes)
             futures = {
@@ -123,8 +128,24 @@ def execute(plan: Plan, progress: RunProgress) -> RunSummary:
                 summary.results.append(result)
                 progress.shard(result)
             client.unsubscribe_topic(PROGRESS_TOPIC)
+            timeline.stop()
     else:
         progress.started("", plan.episodes, skipped_episodes)
     summary.manifest = finalize(storage, plan.shard_ids, {"engine": engine} if engine else {})
     summary.seconds = time.perf_counter() - started
+    if timeline is not None:
+        summary.report = _report(storage, timeline, summary, config.output)
     return summary
+
+
+def _report(storage: Storage, timeline: Timeline, summary: RunSummary, output: Any) -> str:
+    """The HTML run report in the output; a failure to write it is logged, never fatal."""
+    try:
+        dataset = read_committed(output.uri, "steps", output.endpoint_url)
+        key = write_report(
+            storage, timeline, summary.manifest, step_latencies(dataset), summary.seconds
+        )
+    except Exception:
+        log.warning("run report not written", exc_info=True)
+        return ""
+    return f"{storage.uri.rstrip('/')}/{key}"

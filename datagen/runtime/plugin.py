@@ -20,6 +20,7 @@ from distributed import WorkerPlugin
 from datagen.browser.session import BrowserHost
 from datagen.config import PipelineConfig
 from datagen.engine.roles import Engines, roles_for
+from datagen.observe.meter import Meter, register
 from datagen.source import sites_root
 from datagen.source.serve import SiteServer
 
@@ -41,6 +42,7 @@ class BrowserPlugin(WorkerPlugin):
         self.host: BrowserHost | None = None
         self.sites: SiteServer | None = None
         self.engines: Engines | None = None
+        self.meter = Meter()
 
     def setup(self, worker: Any) -> None:
         self.loop = asyncio.new_event_loop()
@@ -62,6 +64,20 @@ class BrowserPlugin(WorkerPlugin):
             self.host = None
             raise
         self.host = host  # only a started browser is ever exposed
+        self._meter_sources()
+        register(worker, self.meter)
+
+    def _meter_sources(self) -> None:
+        """What the dashboard reads besides the pipeline's counters."""
+        host, engines, meter = self.host, self.engines, self.meter
+        if host is not None:
+            meter.gauges["browser_memory_mb"] = lambda: host.memory_mb(max_age_s=5.0)
+            meter.gauges["browser_sessions"] = lambda: float(host.sessions_open)
+        if engines is not None:
+            meter.totals["engine"] = engines.counters
+            meter.gauges["engine_in_flight"] = lambda: float(engines.in_flight()[0])
+            meter.gauges["engine_limit"] = lambda: float(engines.in_flight()[1])
+            meter.gauges["engine_queued"] = lambda: float(engines.in_flight()[2])
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run a coroutine on the browser loop and wait for its result (from any thread)."""

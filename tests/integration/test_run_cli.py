@@ -122,6 +122,15 @@ def test_dataset_is_complete_and_consistent(reference: Path) -> None:
     assert any(e["success"] for e in tables["episodes"])
 
 
+def test_run_report_holds_the_live_figures_and_the_latencies(reference: Path) -> None:
+    html = (reference / "_report.html").read_text()
+    steps = len(rows(reference, "steps"))
+    # curves exist only if the workers' heartbeats carried datagen's metrics to the scheduler
+    assert "browser steps per second" in html and '"worker 0"' in html and '"worker 1"' in html
+    # histograms are made from the committed steps table, every step of it
+    assert "observe (screenshot + DOM), ms: p50" in html and f"n {steps}" in html
+
+
 def test_demo_pipeline_meets_the_promise(tmp_path: Path) -> None:
     """The README's main job: >= 5 sites, >= 25 episodes, >= 200 steps, some solved."""
     pipeline = Path(__file__).parents[2] / "pipelines" / "demo.yaml"

@@ -1,0 +1,96 @@
+"""Live figures of one worker, for the Dask dashboard.
+
+    pipeline ─► Meter.add("steps") …        (browser loop thread)
+    Dask heartbeat ─► worker.metrics[...]  ─► Meter.figures()  (worker's event loop)
+                   ─► scheduler ─► dashboard "Workers" page, and the driver's run report
+
+Counters only ever grow; rates are taken over the last `window_s` seconds of readings. Dask
+shows every numeric `worker.metrics` entry as a column of its Workers page (/workers), with a
+total row, so no custom dashboard code is needed to see them live.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable
+from typing import Any
+
+PREFIX = "datagen_"
+RATES = {"steps": "steps_per_s", "screenshots": "screenshots_per_s", "episodes": "episodes_per_s"}
+
+
+class Meter:
+    """Counters of one worker and their recent rates."""
+
+    def __init__(self, window_s: float = 10.0) -> None:
+        self.window_s = window_s
+        self._counts: defaultdict[str, float] = defaultdict(float)
+        self._lock = threading.Lock()
+        self._readings: deque[tuple[float, defaultdict[str, float]]] = deque()
+        self._cache: tuple[float, dict[str, float]] = (0.0, {})
+        self.gauges: dict[str, Callable[[], float]] = {}  # read at each look (memory, in flight)
+        self.totals: dict[str, Callable[[], dict[str, float]]] = {}  # counters kept elsewhere
+
+    def __getstate__(self) -> dict[str, float]:  # shipped to a worker: an empty meter
+        return {"window_s": self.window_s}
+
+    def __setstate__(self, state: dict[str, float]) -> None:
+        self.__init__(state["window_s"])  # type: ignore[misc]
+
+    def add(self, name: str, n: float = 1) -> None:
+        with self._lock:
+            self._counts[name] += n
+
+    def counts(self) -> dict[str, float]:
+        with self._lock:
+            counts = dict(self._counts)
+        for source in self.totals.values():
+            for name, value in source().items():
+                counts[name] = counts.get(name, 0.0) + value
+        return counts
+
+    def figures(self, max_age_s: float = 0.5) -> dict[str, float]:
+        """Rates over the window, gauges now, and reject counts; cached for `max_age_s`."""
+        now = time.monotonic()
+        if now - self._cache[0] < max_age_s:
+            return self._cache[1]
+        counts = defaultdict(float, self.counts())
+        self._readings.append((now, counts))
+        while len(self._readings) > 2 and now - self._readings[1][0] >= self.window_s:
+            self._readings.popleft()
+        then, before = self._readings[0]
+        span = now - then
+        out: dict[str, float] = {}
+        for name, label in RATES.items():
+            out[label] = round((counts[name] - before[name]) / span, 2) if span > 0 else 0.0
+        requests = counts["engine_requests"] - before["engine_requests"]
+        tokens = sum(counts[k] - before[k] for k in ("prompt_tokens", "completion_tokens"))
+        latency = counts["engine_latency_ms"] - before["engine_latency_ms"]
+        out["engine_tokens_per_s"] = round(tokens / span, 1) if span > 0 else 0.0
+        out["engine_latency_ms"] = round(latency / requests, 1) if requests else 0.0
+        out["engine_requests_per_s"] = round(requests / span, 2) if span > 0 else 0.0
+        out["steps"] = counts["steps"]
+        out["episodes"] = counts["episodes"]
+        out["rejects"] = sum(v for k, v in counts.items() if k.startswith("reject:"))
+        for name, value in counts.items():
+            if name.startswith("reject:"):
+                out["rejects_" + name.removeprefix("reject:")] = value
+        for name, gauge in self.gauges.items():
+            try:
+                out[name] = round(gauge(), 1)
+            except Exception:  # a gauge must never break the heartbeat
+                out[name] = 0.0
+        self._cache = (now, out)
+        return out
+
+
+def register(worker: Any, meter: Meter) -> None:
+    """Expose the meter's figures as Dask worker metrics (one numeric entry per figure).
+
+    Reject reasons seen later than the first heartbeat get their entry at the next shard."""
+    for name in meter.figures(max_age_s=0):
+        key = PREFIX + name
+        if key not in worker.metrics:
+            worker.metrics[key] = lambda w, name=name: meter.figures().get(name, 0.0)

@@ -1,0 +1,171 @@
+"""The run report: what the dashboard showed live, kept as one HTML file in the output.
+
+Timeline (driver thread) ─ every `interval_s` ─► scheduler_info()["workers"][*]["metrics"]
+run ends ─► write_report(): throughput, engine and browser-memory curves from the
+            timeline, latency histograms from the committed steps table, rejects by
+            reason ─► <output>/_report.html (bokeh, self-contained: no network needed)
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from bokeh.embed import file_html
+from bokeh.layouts import column
+from bokeh.models import ColumnDataSource, FactorRange
+from bokeh.models.widgets import Div
+from bokeh.palettes import Category10_10
+from bokeh.plotting import figure
+from bokeh.resources import INLINE
+
+from datagen.observe.meter import PREFIX
+from datagen.sink.storage import Storage
+
+log = logging.getLogger(__name__)
+REPORT = "_report.html"
+LATENCIES = {
+    "observe_ms": "observe (screenshot + DOM), ms",
+    "act_ms": "act, ms",
+    "engine_latency_ms": "engine per step, ms",
+}
+
+
+@dataclass
+class Timeline:
+    """Samples every worker's datagen metrics from the scheduler while a run goes on."""
+
+    client: Any
+    interval_s: float = 2.0
+    samples: list[tuple[float, str, dict[str, float]]] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> Timeline:
+        self._t0 = time.time()
+        self._thread = threading.Thread(target=self._loop, name="datagen-timeline", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self.sample()  # the last figures, after the last shard
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.sample()
+
+    def sample(self) -> None:
+        try:
+            workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
+        except Exception:  # the report is a by-product: never fail a run for it
+            log.debug("timeline sample failed", exc_info=True)
+            return
+        now = time.time() - self._t0
+        for address, info in workers.items():
+            metrics = info.get("metrics", {})
+            figures = {
+                k.removeprefix(PREFIX): float(v)
+                for k, v in metrics.items()
+                if k.startswith(PREFIX) and isinstance(v, int | float)
+            }
+            if figures:
+                self.samples.append((now, str(info.get("name", address)), figures))
+
+    def series(self, name: str) -> dict[str, tuple[list[float], list[float]]]:
+        """Per worker: times and values of one figure."""
+        out: dict[str, tuple[list[float], list[float]]] = {}
+        for t, worker, figures in self.samples:
+            if name in figures:
+                ts, vs = out.setdefault(worker, ([], []))
+                ts.append(t)
+                vs.append(figures[name])
+        return out
+
+
+def _curves(timeline: Timeline, name: str, title: str, y_label: str) -> Any:
+    plot = figure(title=title, x_axis_label="seconds", y_axis_label=y_label, height=260)
+    plot.sizing_mode = "stretch_width"
+    for i, (worker, (ts, vs)) in enumerate(sorted(timeline.series(name).items())):
+        color = Category10_10[i % 10]
+        plot.line(ts, vs, legend_label=f"worker {worker}", color=color, line_width=2)
+    if plot.legend:
+        plot.legend.location = "top_left"
+    return plot
+
+
+def _histogram(values: np.ndarray, title: str) -> Any:
+    p50, p95 = np.percentile(values, [50, 95])
+    title = f"{title}: p50 {p50:.0f}, p95 {p95:.0f}, n {len(values)}"
+    plot = figure(title=title, y_axis_label="steps", height=240)
+    plot.sizing_mode = "stretch_width"
+    counts, edges = np.histogram(values, bins=40)
+    source = ColumnDataSource({"top": counts, "left": edges[:-1], "right": edges[1:]})
+    plot.quad(top="top", bottom=0, left="left", right="right", source=source, alpha=0.7)
+    return plot
+
+
+def write_report(
+    storage: Storage,
+    timeline: Timeline,
+    manifest: dict[str, Any],
+    steps: dict[str, np.ndarray],
+    seconds: float,
+) -> str:
+    """Render the report into the output; returns its key."""
+    tables = manifest.get("tables", {})
+    rows = {name: info.get("rows", 0) for name, info in tables.items()}
+    head = Div(
+        text=(
+            f"<h1>datagen run report</h1><p>run <code>{manifest.get('run_id', '')}</code>, "
+            f"{seconds:.1f} s; episodes {rows.get('episodes', 0)}, steps {rows.get('steps', 0)}, "
+            f"grounding rows {rows.get('grounding', 0)}, solved {manifest.get('solved', 0)}; "
+            f"rejects by reason: {manifest.get('reject_reasons') or 'none'}. "
+            "Curves: the workers' figures as the Dask dashboard showed them (10 s windows).</p>"
+        ),
+        sizing_mode="stretch_width",
+    )
+    parts: list[Any] = [
+        head,
+        _curves(timeline, "steps_per_s", "browser steps per second", "steps/s"),
+        _curves(timeline, "screenshots_per_s", "screenshots per second", "screenshots/s"),
+        _curves(timeline, "browser_memory_mb", "browser memory (USS)", "MB"),
+    ]
+    if timeline.series("engine_requests_per_s"):
+        parts += [
+            _curves(timeline, "engine_tokens_per_s", "engine tokens per second", "tokens/s"),
+            _curves(timeline, "engine_latency_ms", "engine latency (mean)", "ms"),
+            _curves(timeline, "engine_limit", "in-flight limit (adaptive)", "requests"),
+            _curves(timeline, "engine_in_flight", "requests at the engine", "requests"),
+        ]
+    for name, title in LATENCIES.items():
+        values = steps.get(name)
+        if values is not None and len(values):
+            parts.append(_histogram(values, title))
+    reasons = manifest.get("reject_reasons") or {}
+    if reasons:
+        names = sorted(reasons, key=lambda r: -reasons[r])
+        bars = figure(x_range=FactorRange(*names), title="rejects by reason", height=260)
+        bars.sizing_mode = "stretch_width"
+        bars.vbar(x=names, top=[reasons[n] for n in names], width=0.8)
+        parts.append(bars)
+    html = file_html(column(*parts, sizing_mode="stretch_width"), INLINE, "datagen run report")
+    storage.put(REPORT, html.encode())
+    return REPORT
+
+
+def step_latencies(dataset: Any, limit: int = 500_000) -> dict[str, np.ndarray]:
+    """The latency columns of the committed steps (column projection: no screenshots read)."""
+    table = dataset.head(limit, columns=list(LATENCIES))
+    out: dict[str, np.ndarray] = {}
+    for name in LATENCIES:
+        values = table.column(name).drop_null().to_numpy()
+        if len(values):
+            out[name] = values
+    return out
