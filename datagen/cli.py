@@ -94,6 +94,112 @@ def validate(pipeline: PipelineArg, output: OutputOpt = None) -> None:
     console.print("[green]ok[/]")
 
 
+@app.command("plan")
+def plan_command(
+    pipeline: PipelineArg,
+    steps_per_episode: Annotated[
+        float | None,
+        typer.Option(help="expected steps per episode (default: run.max_steps, an upper bound)"),
+    ] = None,
+    max_num_seqs: Annotated[
+        int | None, typer.Option(help="the server's --max-num-seqs (default: engine.sim's)")
+    ] = None,
+    browser_cpu_ms: Annotated[
+        float, typer.Option(help="browser CPU per step, ms (measured: bench/browser_loop.py)")
+    ] = 88.0,
+    step_wall_ms: Annotated[
+        float, typer.Option(help="a session's browser time per step, ms (observe+act+settle)")
+    ] = 600.0,
+    cores_per_worker: Annotated[int, typer.Option(help="CPU cores of one worker machine")] = 8,
+    gpu_hour_usd: Annotated[float, typer.Option(help="price of one GPU-hour (assumed)")] = 3.0,
+) -> None:
+    """Capacity plan before launch: engine throughput, sessions in flight, CPU workers per
+    GPU, hours and GPU cost. From datagen's engine model (calibrated to Holotron-12B on one
+    H100), not a measurement: check it against the dashboard in the first minutes."""
+    from datagen.capacity import plan_capacity
+    from datagen.engine.sim.config import SimConfig
+
+    try:
+        plan = _load(pipeline, None)
+    except DatagenError as exc:
+        raise _fail(exc) from None
+    cfg = plan.config
+    engine = SimConfig(max_num_seqs=max_num_seqs or cfg.engine.sim.max_num_seqs)
+    cap = plan_capacity(
+        cfg, plan.episodes, steps_per_episode=steps_per_episode, engine=engine,
+        browser_cpu_ms=browser_cpu_ms, step_wall_ms=step_wall_ms,
+        cores_per_worker=cores_per_worker, gpu_hour_usd=gpu_hour_usd,
+    )  # fmt: skip
+    calls = Table(title="engine calls per step")
+    for name in ("role", "per step", "prompt tokens", "image tiles", "answer tokens"):
+        calls.add_column(name, justify="left" if name == "role" else "right")
+    for c in cap.calls:
+        calls.add_row(
+            c.role,
+            f"{c.per_step:.2f}",
+            f"{c.prompt_tokens:,}",
+            str(c.tiles),
+            str(c.completion_tokens),
+        )
+    table = Table(title=f"capacity plan: {pipeline}", show_header=False)
+    table.add_column("what", style="bold")
+    table.add_column("value")
+    rows = [
+        (
+            "episodes × steps",
+            f"{cap.episodes:,} × {cap.steps_per_episode:g} = {cap.steps:,.0f} steps",
+        )
+    ]
+    if cap.calls:
+        console.print(calls)
+        rows += [
+            (
+                "engine (one GPU)",
+                f"max_num_seqs {engine.max_num_seqs}; best at {cap.engine_in_flight} requests in flight",
+            ),
+            (
+                "engine throughput",
+                f"{cap.engine_steps_per_s:.2f} steps/s = {cap.engine_requests_per_s:.2f} requests/s, {cap.engine_tokens_per_s:,.0f} tokens/s",
+            ),
+            ("engine latency", f"{cap.engine_latency_s:.2f} s per request at that load"),
+            (
+                "sessions in flight",
+                f"{cap.sessions} (to keep the engine full: steps/s × a session's cycle)",
+            ),
+            (
+                "CPU",
+                f"{cap.cores:.1f} cores = {cap.workers_per_gpu} workers of {cores_per_worker} cores per GPU",
+            ),
+            ("run time", f"{_duration(cap.hours)} on one GPU"),
+            ("GPU cost", f"${cap.gpu_cost:,.2f} at ${gpu_hour_usd:g}/GPU-hour"),
+        ]
+    else:
+        rows += [
+            (
+                "sessions in flight",
+                f"{cap.sessions} ({cfg.cluster.workers} workers × {cfg.cluster.sessions_per_worker})",
+            ),
+            (
+                "run time",
+                f"{cap.hours:.2f} h on {cap.cores:g} cores ({browser_cpu_ms:g} + 30 ms CPU per step)",
+            ),
+        ]
+    for key, value in rows:
+        table.add_row(key, value)
+    console.print(table)
+    for note in cap.notes:
+        console.print(f"note: {note}")
+    console.print(
+        "[dim]estimates from datagen's engine model (the stand-in's, calibrated to the published "
+        "8,900 tokens/s at 100 sessions) and measured browser costs; not a measurement of your "
+        "server[/]"
+    )  # fmt: skip
+
+
+def _duration(hours: float) -> str:
+    return f"{hours:,.1f} h" if hours >= 1 else f"{hours * 60:.1f} min"
+
+
 @app.command()
 def run(
     pipeline: PipelineArg,

@@ -1,0 +1,216 @@
+"""`datagen plan`: how many sessions, CPU workers and GPU hours a pipeline needs, before launch.
+
+    pipeline ─► calls per step (roles) ─► prompt tokens per call (viewport → resize → tiling)
+             ─► engine model (the stand-in's, calibrated to Holotron-12B on one H100)
+             ─► engine steps/s at its best in-flight count ─► Little's law ─► sessions
+             ─► browser CPU per step ─► cores, workers per GPU ─► hours, GPU cost
+
+The engine model is `datagen.engine.sim.engine`: continuous batching with vLLM's token budget,
+`max_num_seqs`, and a memory pool that preempts when overfull; its timing constants give
+≈ 8,900 output tokens/s with 100 sequences decoding (the published figure). It is a model:
+the plan is an estimate, to be checked against the first minutes of a real run (the
+dashboard shows the same figures live).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+
+from datagen.config import PipelineConfig, VlmPolicy
+from datagen.engine.profiles import PROFILES, SentImage
+from datagen.engine.sim.config import SimConfig
+from datagen.engine.sim.engine import SimEngine, SimRequest
+from datagen.engine.sim.metrics import SimMetrics
+from datagen.engine.tokens import BYTES_PER_TOKEN, image_tiles, image_tokens, text_tokens
+
+# Measured with bench/browser_loop.py on this project's 2-vCPU machine (docs/benchmarks.md):
+# CPU per step of our browser loop (Python + Playwright driver + Chromium), and the whole
+# pipeline's wall time per step per session (observe, act, settle, success check).
+BROWSER_CPU_MS = 88.0
+PIPELINE_CPU_MS = 30.0  # grounding, validation, Parquet, Dask: on top of the browser's
+STEP_WALL_MS = 600.0
+
+
+@dataclass(frozen=True)
+class Call:
+    """One kind of engine request made per step."""
+
+    role: str
+    per_step: float
+    prompt_tokens: int
+    tiles: int
+    completion_tokens: int
+
+
+@dataclass
+class CapacityPlan:
+    episodes: int
+    steps_per_episode: float
+    calls: list[Call]
+    engine_steps_per_s: float = 0.0
+    engine_requests_per_s: float = 0.0
+    engine_tokens_per_s: float = 0.0
+    engine_in_flight: int = 0
+    engine_latency_s: float = 0.0
+    sessions: int = 0
+    cores: float = 0.0
+    workers_per_gpu: int = 0
+    hours: float = 0.0
+    gpu_cost: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def steps(self) -> float:
+        return self.episodes * self.steps_per_episode
+
+
+def calls_per_step(
+    config: PipelineConfig, steps_per_episode: float, click_share: float = 0.7
+) -> list[Call]:
+    """The engine requests one step makes, with their prompt and answer sizes (`click_share`:
+    the steps whose action is a click, which the localizer re-grounds)."""
+    policy = config.policy
+    if not isinstance(policy, VlmPolicy):
+        expressions = config.annotation.model_expressions
+        if expressions is None:
+            return []
+        policy = VlmPolicy(type="vlm")  # only the prompt profile and image size are used
+        roles_used = False
+    else:
+        roles_used = True
+        expressions = config.annotation.model_expressions
+    profile = PROFILES[policy.profile]
+    vp, dsf = config.browser.viewport, config.browser.device_scale_factor
+    width, height = round(vp.width * dsf), round(vp.height * dsf)
+    scale = min(1.0, policy.image_max_width / width)
+    image = SentImage("", max(1, round(width * scale)), max(1, round(height * scale)))
+    img_tok, img_tiles = (
+        image_tokens(image.width, image.height),
+        image_tiles(image.width, image.height),
+    )
+    out: list[Call] = []
+
+    def add(
+        role: str, per_step: float, messages: list[dict[str, object]], images: int, answer: int
+    ) -> None:
+        text = sum(_text_tokens(m) for m in messages)
+        out.append(Call(role, per_step, text + images * img_tok, images * img_tiles, answer))
+
+    if roles_used:
+        n = policy.history_images
+        previous = ["click(x=500, y=300)"] * 10
+        nav = profile.navigation_messages(
+            "a typical task of one or two sentences " * 3, 10, "", previous, [image] * n
+        )
+        add("policy", 1.0, nav, n, min(policy.policy.max_tokens, 120))
+        if policy.localizer is not None:
+            loc = profile.localization_messages(
+                image, "the blue 'Add to cart' button under the first product"
+            )
+            add("localizer", click_share, loc, 1, min(policy.localizer.max_tokens, 16))
+        if policy.judge is not None:
+            judge = profile.judge_messages("a task", "an answer", image)
+            add("judge", 1 / steps_per_episode, judge, 1, min(policy.judge.max_tokens, 40))
+    if expressions is not None:
+        writer = profile.expression_messages(image, [10, 10, 200, 60])
+        add("writer", expressions.per_step, writer, 1, min(expressions.writer.max_tokens, 24))
+        loc = profile.localization_messages(image, "a short referring expression")
+        add("localizer (round-trip)", expressions.per_step, loc, 1, 16)
+    return out  # fmt: skip
+
+
+def _text_tokens(message: dict[str, object]) -> int:
+    content = message.get("content")
+    if isinstance(content, str):
+        return text_tokens(content) + 4
+    parts = content if isinstance(content, list) else []
+    return 4 + sum(text_tokens(str(p.get("text", ""))) for p in parts if p.get("type") == "text")
+
+
+def engine_rate(config: SimConfig, calls: list[Call], in_flight: int, requests: int = 800) -> float:
+    """Completed steps per engine-second with `in_flight` requests kept at the engine, the
+    calls mixed in their per-step proportions (virtual clock, warm-up left out)."""
+    mix = [c for c in calls if c.per_step > 0]
+    weights = [c.per_step for c in mix]
+    engine = SimEngine(config, SimMetrics(config.served_model_name, config.max_model_len))
+    clock, made, window = 0.0, 0, None
+    owed = [0.0] * len(mix)
+    while engine.completed < requests:
+        while len(engine.waiting) + len(engine.running) < in_flight:
+            # deterministic interleaving in proportion to per_step (largest deficit first)
+            for i, w in enumerate(weights):
+                owed[i] += w
+            i = max(range(len(mix)), key=lambda k: owed[k])
+            owed[i] -= sum(weights)
+            c = mix[i]
+            answer = "x" * (c.completion_tokens * BYTES_PER_TOKEN)
+            engine.waiting.append(
+                SimRequest(str(made), c.prompt_tokens, c.tiles, c.completion_tokens, answer)
+            )
+            made += 1
+        work, seconds = engine.plan_step()
+        clock += seconds
+        engine.complete_step(work, clock)
+        if window is None and engine.completed >= requests // 3:
+            window = (clock, engine.completed)
+    assert window is not None
+    requests_per_s = (engine.completed - window[1]) / (clock - window[0])
+    return requests_per_s / sum(weights)  # fmt: skip
+
+
+def plan_capacity(
+    config: PipelineConfig,
+    episodes: int,
+    *,
+    steps_per_episode: float | None = None,
+    engine: SimConfig | None = None,
+    browser_cpu_ms: float = BROWSER_CPU_MS,
+    step_wall_ms: float = STEP_WALL_MS,
+    cores_per_worker: int = 8,
+    gpu_hour_usd: float = 3.0,
+) -> CapacityPlan:
+    """The plan; `engine` defaults to the calibrated model with the pipeline's max_num_seqs."""
+    per_episode = steps_per_episode or float(config.run.max_steps)
+    calls = calls_per_step(config, per_episode)
+    plan = CapacityPlan(episodes, per_episode, calls)
+    cpu_s = (browser_cpu_ms + PIPELINE_CPU_MS) / 1000
+    if not calls:  # CPU only: hours on the configured workers
+        plan.notes.append("no model calls: the run is CPU-bound and needs no GPU")
+        local = not config.cluster.address  # a LocalCluster shares this machine's cores
+        plan.cores = (os.cpu_count() or 1) if local else config.cluster.workers * cores_per_worker
+        plan.hours = plan.steps * cpu_s / 3600 / plan.cores
+        plan.sessions = config.cluster.workers * config.cluster.sessions_per_worker
+        return plan
+    engine = engine or SimConfig(max_num_seqs=config.engine.sim.max_num_seqs)
+    best, best_in_flight = 0.0, 1
+    for in_flight in _candidates(engine.max_num_seqs):
+        rate = engine_rate(engine, calls, in_flight)
+        if rate > best * 1.02:  # the smallest in-flight count within 2% of the best
+            best, best_in_flight = rate, in_flight
+    per_step_requests = sum(c.per_step for c in calls)
+    plan.engine_steps_per_s = best
+    plan.engine_requests_per_s = best * per_step_requests
+    plan.engine_tokens_per_s = best * sum(
+        c.per_step * (c.prompt_tokens + c.completion_tokens) for c in calls
+    )
+    plan.engine_in_flight = best_in_flight
+    plan.engine_latency_s = best_in_flight / plan.engine_requests_per_s  # Little's law
+    # a session spends its cycle in the browser and waiting for its calls, one after another
+    cycle_s = step_wall_ms / 1000 + per_step_requests * plan.engine_latency_s
+    plan.sessions = math.ceil(best * cycle_s)
+    plan.cores = best * cpu_s
+    plan.workers_per_gpu = math.ceil(plan.cores / cores_per_worker)
+    plan.hours = plan.steps / best / 3600
+    plan.gpu_cost = plan.hours * gpu_hour_usd
+    return plan
+
+
+def _candidates(max_num_seqs: int) -> list[int]:
+    values = {max_num_seqs}
+    n = 8
+    while n < max_num_seqs:
+        values.add(n)
+        n = math.ceil(n * 1.25)
+    return sorted(values)
