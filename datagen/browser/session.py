@@ -65,7 +65,6 @@ class BrowserHost:
         self.config = config
         self.guard = UrlGuard([*config.allow, *(allow or [])]) if config.url_guard else None
         self.episodes = 0  # sessions opened since this browser started (for recycling)
-        self.sessions_open = 0
         self._marker = (
             f"--datagen-browser={uuid.uuid4().hex}"  # finds our processes; Chromium ignores it
         )
@@ -205,7 +204,6 @@ class BrowserHost:
             accept_downloads=False,  # a download is not data, and fills disks
             service_workers="block",  # they could fetch past the route-based guard
         )
-        self.sessions_open += 1
         try:
             page = await context.new_page()
             events = PageEvents()
@@ -217,7 +215,6 @@ class BrowserHost:
                 self._loads = asyncio.Semaphore(CONCURRENT_LOADS)
             yield Session(context, page, cdp, cfg, self._loads, events, self.guard)
         finally:
-            self.sessions_open -= 1
             try:
                 # A renderer stuck in a JS loop can make close slow: bounded, then move on.
                 await asyncio.wait_for(context.close(), CONTEXT_CLOSE_TIMEOUT_S)

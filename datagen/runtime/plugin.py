@@ -72,7 +72,7 @@ class BrowserPlugin(WorkerPlugin):
         host, engines, meter = self.host, self.engines, self.meter
         if host is not None:
             meter.gauges["browser_memory_mb"] = lambda: host.memory_mb(max_age_s=5.0)
-            meter.gauges["browser_sessions"] = lambda: float(host.sessions_open)
+            meter.gauges["browser_sessions"] = lambda: float(host.open_contexts)
         if engines is not None:
             meter.totals["engine"] = engines.counters
             meter.gauges["engine_in_flight"] = lambda: float(engines.in_flight()[0])
