@@ -21,9 +21,8 @@ from dataclasses import dataclass, field
 from datagen.config import PipelineConfig, VlmPolicy
 from datagen.engine.profiles import PROFILES, SentImage
 from datagen.engine.sim.config import SimConfig
-from datagen.engine.sim.engine import SimEngine, SimRequest
-from datagen.engine.sim.metrics import SimMetrics
-from datagen.engine.tokens import BYTES_PER_TOKEN, image_tiles, image_tokens, text_tokens
+from datagen.engine.sim.engine import Shape, virtual_rate
+from datagen.engine.tokens import image_tiles, image_tokens, text_tokens
 
 # Measured with bench/browser_loop.py on this project's 2-vCPU machine (docs/benchmarks.md):
 # CPU per step of our browser loop (Python + Playwright driver + Chromium), and the whole
@@ -131,33 +130,10 @@ def _text_tokens(message: dict[str, object]) -> int:
 
 def engine_rate(config: SimConfig, calls: list[Call], in_flight: int, requests: int = 800) -> float:
     """Completed steps per engine-second with `in_flight` requests kept at the engine, the
-    calls mixed in their per-step proportions (virtual clock, warm-up left out)."""
+    calls mixed in their per-step proportions."""
     mix = [c for c in calls if c.per_step > 0]
-    weights = [c.per_step for c in mix]
-    engine = SimEngine(config, SimMetrics(config.served_model_name, config.max_model_len))
-    clock, made, window = 0.0, 0, None
-    owed = [0.0] * len(mix)
-    while engine.completed < requests:
-        while len(engine.waiting) + len(engine.running) < in_flight:
-            # deterministic interleaving in proportion to per_step (largest deficit first)
-            for i, w in enumerate(weights):
-                owed[i] += w
-            i = max(range(len(mix)), key=lambda k: owed[k])
-            owed[i] -= sum(weights)
-            c = mix[i]
-            answer = "x" * (c.completion_tokens * BYTES_PER_TOKEN)
-            engine.waiting.append(
-                SimRequest(str(made), c.prompt_tokens, c.tiles, c.completion_tokens, answer)
-            )
-            made += 1
-        work, seconds = engine.plan_step()
-        clock += seconds
-        engine.complete_step(work, clock)
-        if window is None and engine.completed >= requests // 3:
-            window = (clock, engine.completed)
-    assert window is not None
-    requests_per_s = (engine.completed - window[1]) / (clock - window[0])
-    return requests_per_s / sum(weights)  # fmt: skip
+    shapes = [Shape(c.prompt_tokens, c.completion_tokens, c.tiles, c.per_step) for c in mix]
+    return virtual_rate(config, shapes, in_flight, requests) / sum(c.per_step for c in mix)
 
 
 def plan_capacity(

@@ -105,3 +105,33 @@ def test_gate_cancelled_waiters_leak_no_slot() -> None:
         assert gate.active == 0 and gate.waiting == 0 and log == ["a", "a"]
 
     asyncio.run(scenario())
+
+
+def test_shed_cancels_the_newest_holders_work_not_the_holder() -> None:
+    async def scenario() -> None:
+        gate = PriorityGate(3)
+        order: list[str] = []
+        outcome: dict[str, str] = {}
+
+        async def holder(name: str) -> None:
+            async with gate.slot() as ticket:
+                order.append(name)
+                ticket.work = asyncio.ensure_future(asyncio.sleep(10))
+                try:
+                    await ticket.work
+                    outcome[name] = "done"
+                except asyncio.CancelledError:
+                    outcome[name] = "shed" if ticket.shed else "cancelled"
+
+        tasks = [asyncio.create_task(holder(n)) for n in "abc"]
+        await asyncio.sleep(0)
+        assert order == ["a", "b", "c"]
+        assert gate.shed(2) == 2  # c and b: the newest
+        for _ in range(3):  # the cancellations reach their holders
+            await asyncio.sleep(0)
+        assert outcome == {"c": "shed", "b": "shed"} and gate.active == 1
+        tasks[0].cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        assert gate.active == 0
+
+    asyncio.run(scenario())

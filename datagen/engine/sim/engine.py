@@ -243,24 +243,42 @@ class SimEngine:
         return self.metrics.labelled(metric)
 
 
-def saturated_rate(
-    config: SimConfig,
-    prompt_tokens: int,
-    completion_tokens: int,
-    tiles: int = 0,
-    requests: int = 3000,
+@dataclass(frozen=True)
+class Shape:
+    """One kind of request in a load: its sizes and its share of the requests."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    tiles: int = 0
+    weight: float = 1.0
+
+
+def virtual_rate(
+    config: SimConfig, shapes: list[Shape], in_flight: int | None = None, requests: int = 3000
 ) -> float:
-    """Completed requests per second the engine model gives with a queue that never runs dry:
-    the theoretical maximum a client can reach for this request shape (virtual clock, after
-    a third of the requests as warm-up)."""
+    """Completed requests per second of the engine model under a closed load on a virtual
+    clock: `in_flight` requests kept at the engine (None: a queue that never runs dry), the
+    shapes interleaved in proportion to their weights; after a third of the requests as
+    warm-up."""
     engine = SimEngine(config, SimMetrics(config.served_model_name, config.max_model_len))
-    answer = "x" * (completion_tokens * BYTES_PER_TOKEN)
+    answers = ["x" * (s.completion_tokens * BYTES_PER_TOKEN) for s in shapes]
+    total = sum(s.weight for s in shapes)
+    owed = [0.0] * len(shapes)
     clock, made = 0.0, 0
     window: tuple[float, int] | None = None
     while engine.completed < requests:
-        while len(engine.waiting) < config.max_num_seqs:
+        while (
+            len(engine.waiting) < config.max_num_seqs
+            if in_flight is None
+            else len(engine.waiting) + len(engine.running) < in_flight
+        ):
+            for i, shape in enumerate(shapes):  # the largest deficit goes next
+                owed[i] += shape.weight
+            i = max(range(len(shapes)), key=owed.__getitem__)
+            owed[i] -= total
+            s = shapes[i]
             engine.waiting.append(
-                SimRequest(str(made), prompt_tokens, tiles, completion_tokens, answer)
+                SimRequest(str(made), s.prompt_tokens, s.tiles, s.completion_tokens, answers[i])
             )
             made += 1
         work, seconds = engine.plan_step()
@@ -270,3 +288,15 @@ def saturated_rate(
             window = (clock, engine.completed)
     assert window is not None
     return (engine.completed - window[1]) / (clock - window[0])
+
+
+def saturated_rate(
+    config: SimConfig,
+    prompt_tokens: int,
+    completion_tokens: int,
+    tiles: int = 0,
+    requests: int = 3000,
+) -> float:
+    """Completed requests per second the engine model gives with a queue that never runs dry:
+    the theoretical maximum a client can reach for this request shape."""
+    return virtual_rate(config, [Shape(prompt_tokens, completion_tokens, tiles)], None, requests)

@@ -1,0 +1,125 @@
+"""All benchmarks, one after another, then their ratios against the targets in one table.
+
+    .venv/bin/python -m bench                 # everything, ~12 minutes on 2 cores
+    .venv/bin/python -m bench --only engine adaptive
+    .venv/bin/python -m bench --out bench-results
+
+Each benchmark runs in its own process (a fresh interpreter, browser and stand-in) and writes
+JSON into `--out`; nothing else should run on the machine meanwhile (the browser benchmark
+reports how busy the machine was with other work, as `others`). Method and recorded results:
+docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+BENCHES: dict[str, list[str]] = {
+    "browser": ["bench.browser_loop"],
+    "engine": ["bench.engine_util"],
+    "adaptive": ["bench.adaptive"],
+    "sink": ["bench.sink"],
+    "scale_out": ["bench.scale_out"],
+    "memory": ["bench.memory"],
+}
+
+Row = tuple[str, str, str, bool | None]  # what, measured, target, met (None: no target)
+
+
+def browser(r: dict[str, Any]) -> list[Row]:
+    ratio = r["ratio"]
+    per_core = 1 / ratio["cpu_per_step"]  # steps per CPU-second, ours ÷ bare
+    return [
+        ("browser steps/s, ours ÷ bare Playwright", f"{ratio['steps_per_s']:.2f}", "≥ 0.8", ratio["steps_per_s"] >= 0.8),
+        ("browser steps per core-second, ours ÷ bare", f"{per_core:.2f}", "≥ 0.8", per_core >= 0.8),
+    ]  # fmt: skip
+
+
+def engine(r: list[dict[str, Any]]) -> list[Row]:
+    rows: list[Row] = []
+    for s in r:
+        goal = 0.95 if s["sessions"] <= 100 else 0.9
+        rows.append(
+            (
+                f"engine utilisation, {s['sessions']} sessions",
+                f"{s['utilisation']:.3f}",
+                f"≥ {goal}",
+                s["utilisation"] >= goal,
+            )
+        )
+        cpu = s["client_cpu_ms_per_request"]
+        rows.append(
+            (
+                f"client CPU per request, {s['sessions']} sessions",
+                f"{cpu:.2f} ms",
+                "< 2 ms",
+                cpu < 2,
+            )
+        )
+    return rows  # fmt: skip
+
+
+def adaptive(r: list[dict[str, Any]]) -> list[Row]:
+    static = [s for s in r if s["cap"] != "adaptive"]
+    mine = next(s for s in r if s["cap"] == "adaptive")
+    best = max(static, key=lambda s: s["overall_rps"])
+    ratio = mine["overall_rps"] / best["overall_rps"]
+    return [(f"adaptive ÷ best static cap ({best['cap']}), capacity changing", f"{ratio:.2f}", "> 1", ratio > 1)]  # fmt: skip
+
+
+def sink(r: dict[str, Any]) -> list[Row]:
+    return [("Parquet rows MB/s, ours ÷ bare pyarrow", f"{r['ratio']:.2f} ({r['results']['ours']['mb_per_s']:.0f} MB/s)", "—", None)]  # fmt: skip
+
+
+def scale_out(r: dict[str, Any]) -> list[Row]:
+    return [(f"steps/s, 2 workers ÷ 1 ({r['cores']} cores)", f"{r['ratio']:.2f}", "—", None)]
+
+
+def memory(r: dict[str, Any]) -> list[Row]:
+    return [("browser memory per concurrent session", f"USS {r['uss_mb_per_session']:.0f} MB, RSS {r['rss_mb_per_session']:.0f} MB", "—", None)]  # fmt: skip
+
+
+SUMMARY: dict[str, Callable[[Any], list[Row]]] = {
+    "browser": browser, "engine": engine, "adaptive": adaptive,
+    "sink": sink, "scale_out": scale_out, "memory": memory,
+}  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--only", nargs="*", choices=list(BENCHES), default=list(BENCHES))
+    parser.add_argument("--out", type=Path, default=Path("bench-results"))
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows: list[Row] = []
+    for name in args.only:
+        target = args.out / f"{name}.json"
+        command = [sys.executable, "-m", *BENCHES[name], "--json", str(target)]
+        print(f"\n=== {name}: {' '.join(command[1:])}", flush=True)
+        started = time.perf_counter()
+        code = subprocess.call(command)
+        print(f"=== {name}: exit {code}, {time.perf_counter() - started:.0f} s", flush=True)
+        if code != 0 or not target.exists():
+            rows.append((name, f"failed (exit {code})", "", False))
+            continue
+        rows.extend(SUMMARY[name](json.loads(target.read_text())))
+    width = max(len(r[0]) for r in rows)
+    print(f"\n{'benchmark':<{width}}  {'measured':<28} {'target':<7} met")
+    for what, measured, goal, met in rows:
+        mark = "" if met is None else ("yes" if met else "NO")
+        print(f"{what:<{width}}  {measured:<28} {goal:<7} {mark}")
+    (args.out / "summary.json").write_text(json.dumps(rows, indent=1))
+    return 0 if all(met is not False for *_, met in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
