@@ -24,12 +24,14 @@ from datagen.engine.sim.config import SimConfig
 from datagen.engine.sim.engine import Shape, virtual_rate
 from datagen.engine.tokens import image_tiles, image_tokens, text_tokens
 
-# Measured with bench/browser_loop.py on this project's 2-vCPU machine (docs/benchmarks.md):
-# CPU per step of our browser loop (Python + Playwright driver + Chromium), and the whole
-# pipeline's wall time per step per session (observe, act, settle, success check).
+# Measured on this project's 2-vCPU machine (docs/benchmarks.md): CPU per step of our browser
+# loop (Python + Playwright driver + Chromium; bench/browser_loop.py); what the rest of the
+# pipeline adds (grounding, validation, Parquet, Dask: bench/scale_out.py measured 110-123 ms
+# of machine CPU per step in all); and a session's wall time per step (4 sessions on one worker
+# made 12.3-12.6 steps/s: ~320 ms a step each, settle_ms 120 included).
 BROWSER_CPU_MS = 88.0
-PIPELINE_CPU_MS = 30.0  # grounding, validation, Parquet, Dask: on top of the browser's
-STEP_WALL_MS = 600.0
+PIPELINE_CPU_MS = 27.0
+STEP_WALL_MS = 350.0
 
 
 @dataclass(frozen=True)

@@ -109,7 +109,7 @@ def plan_command(
     ] = 88.0,
     step_wall_ms: Annotated[
         float, typer.Option(help="a session's browser time per step, ms (observe+act+settle)")
-    ] = 600.0,
+    ] = 350.0,
     cores_per_worker: Annotated[int, typer.Option(help="CPU cores of one worker machine")] = 8,
     gpu_hour_usd: Annotated[float, typer.Option(help="price of one GPU-hour (assumed)")] = 3.0,
 ) -> None:
@@ -181,7 +181,7 @@ def plan_command(
             ),
             (
                 "run time",
-                f"{cap.hours:.2f} h on {cap.cores:g} cores ({browser_cpu_ms:g} + 30 ms CPU per step)",
+                f"{cap.hours:.2f} h on {cap.cores:g} cores ({browser_cpu_ms:g} + 27 ms CPU per step)",
             ),
         ]
     for key, value in rows:

@@ -30,6 +30,7 @@ from playwright.async_api import (
     Response,
     async_playwright,
 )
+from pydantic import BaseModel
 
 from datagen.browser.actions import execute
 from datagen.browser.egress import EgressProxy
@@ -42,6 +43,16 @@ from datagen.records import Action, Element, Goto, Observation, SuccessCheck
 log = logging.getLogger(__name__)
 ELEMENTS_JS = (Path(__file__).parent / "elements.js").read_text(encoding="utf-8")
 MAX_ELEMENTS = 400
+
+
+class _Scan(BaseModel):
+    """What elements.js returns (as one JSON string)."""
+
+    scrollX: float
+    scrollY: float
+    elements: tuple[Element, ...]
+
+
 CONCURRENT_LOADS = 4  # both cores saturate at ~4 active pages: more loads at once only time out
 CONTEXT_CLOSE_TIMEOUT_S = 10.0
 
@@ -297,9 +308,8 @@ class Session:
 
     async def elements(self) -> tuple[tuple[Element, ...], float, float]:
         """The visible interactive elements, and the page's scroll offset (x, y)."""
-        raw = await self.page.evaluate(ELEMENTS_JS, MAX_ELEMENTS)
-        found = tuple(Element.model_validate(item) for item in raw["elements"])
-        return found, raw["scrollX"], raw["scrollY"]
+        scan = _Scan.model_validate_json(await self.page.evaluate(ELEMENTS_JS, MAX_ELEMENTS))
+        return scan.elements, scan.scrollX, scan.scrollY
 
     async def observe(self) -> Observation:
         """Screenshot and DOM elements of the same moment (elements first: they're cheaper)."""

@@ -65,7 +65,8 @@ class BrowserPlugin(WorkerPlugin):
             raise
         self.host = host  # only a started browser is ever exposed
         self._meter_sources()
-        register(worker, self.meter)
+        if worker is not None:  # None: set up outside Dask (tests)
+            register(worker, self.meter)
 
     def _meter_sources(self) -> None:
         """What the dashboard reads besides the pipeline's counters."""
