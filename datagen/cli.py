@@ -181,7 +181,7 @@ def plan_command(
             ),
             (
                 "run time",
-                f"{cap.hours:.2f} h on {cap.cores:g} cores ({browser_cpu_ms:g} + 27 ms CPU per step)",
+                f"{_duration(cap.hours)} on {cap.cores:g} cores ({browser_cpu_ms:g} + 27 ms CPU per step)",
             ),
         ]
     for key, value in rows:
