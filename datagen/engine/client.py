@@ -213,12 +213,16 @@ class EngineClient:
         again here). Runs until cancelled; a failed read keeps the last limit."""
         self.controller = controller
         self.gate.limit = min(self.max_in_flight, math.ceil(controller.total * fraction))
+        warned = False
         while True:
             await asyncio.sleep(interval_s * random.uniform(0.8, 1.2))
             try:
                 load = EngineLoad.from_metrics(await self.metrics())
             except (EngineError, *TRANSIENT) as exc:
-                log.info("engine metrics unavailable (%s); keeping %d", exc, self.gate.limit)
+                level = logging.DEBUG if warned else logging.WARNING
+                log.log(level, "%s/metrics unreadable (%s); in-flight limit stays %d",
+                        self.url, exc, self.gate.limit)  # fmt: skip
+                warned = True
                 continue
             total = controller.update(load)
             self.gate.limit = min(self.max_in_flight, math.ceil(total * fraction))
