@@ -3,7 +3,8 @@
     pipeline ─► calls per step (roles) ─► prompt tokens per call (viewport → resize → tiling)
              ─► engine model (the stand-in's, calibrated to Holotron-12B on one H100)
              ─► engine steps/s at its best in-flight count ─► Little's law ─► sessions
-             ─► browser CPU per step ─► cores, workers per GPU ─► hours, GPU cost
+             ─► CPU per step (measured: `--measure`, or the benchmarks' figure)
+             ─► cores, workers per GPU ─► hours, GPU cost
 
 The engine model is `datagen.engine.sim.engine`: continuous batching with vLLM's token budget,
 `max_num_seqs`, and a memory pool that preempts when overfull; its timing constants give
@@ -31,7 +32,10 @@ from datagen.engine.tokens import image_tiles, image_tokens, text_tokens
 # made 12.3-12.6 steps/s: ~320 ms a step each, settle_ms 120 included).
 BROWSER_CPU_MS = 88.0
 PIPELINE_CPU_MS = 27.0
+CPU_MS_PER_STEP = BROWSER_CPU_MS + PIPELINE_CPU_MS
 STEP_WALL_MS = 350.0
+# bench/memory.py: USS per concurrent session (bundled sites) and of a browser with none open
+SESSION_MB, BROWSER_MB = 25.0, 145.0
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,7 @@ class CapacityPlan:
     workers_per_gpu: int = 0
     hours: float = 0.0
     gpu_cost: float = 0.0
+    browser_memory_mb: float = 0.0
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -144,7 +149,7 @@ def plan_capacity(
     *,
     steps_per_episode: float | None = None,
     engine: SimConfig | None = None,
-    browser_cpu_ms: float = BROWSER_CPU_MS,
+    cpu_ms_per_step: float = CPU_MS_PER_STEP,
     step_wall_ms: float = STEP_WALL_MS,
     cores_per_worker: int = 8,
     gpu_hour_usd: float = 3.0,
@@ -153,7 +158,7 @@ def plan_capacity(
     per_episode = steps_per_episode or float(config.run.max_steps)
     calls = calls_per_step(config, per_episode)
     plan = CapacityPlan(episodes, per_episode, calls)
-    cpu_s = (browser_cpu_ms + PIPELINE_CPU_MS) / 1000
+    cpu_s = cpu_ms_per_step / 1000
     if not calls:  # CPU only: hours on the configured workers
         plan.notes.append("no model calls: the run is CPU-bound and needs no GPU")
         local = not config.cluster.address  # a LocalCluster shares this machine's cores
@@ -180,6 +185,7 @@ def plan_capacity(
     plan.sessions = math.ceil(best * cycle_s)
     plan.cores = best * cpu_s
     plan.workers_per_gpu = math.ceil(plan.cores / cores_per_worker)
+    plan.browser_memory_mb = plan.sessions * SESSION_MB + plan.workers_per_gpu * BROWSER_MB
     plan.hours = plan.steps / best / 3600
     plan.gpu_cost = plan.hours * gpu_hour_usd
     return plan

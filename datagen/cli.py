@@ -104,14 +104,21 @@ def plan_command(
     max_num_seqs: Annotated[
         int | None, typer.Option(help="the server's --max-num-seqs (default: engine.sim's)")
     ] = None,
-    browser_cpu_ms: Annotated[
-        float, typer.Option(help="browser CPU per step, ms (measured: bench/browser_loop.py)")
-    ] = 88.0,
+    cpu_ms_per_step: Annotated[
+        float,
+        typer.Option(help="CPU per step of a worker, ms: browser + pipeline (bench/scale_out.py)"),
+    ] = 115.0,
     step_wall_ms: Annotated[
         float, typer.Option(help="a session's browser time per step, ms (observe+act+settle)")
     ] = 350.0,
     cores_per_worker: Annotated[int, typer.Option(help="CPU cores of one worker machine")] = 8,
     gpu_hour_usd: Annotated[float, typer.Option(help="price of one GPU-hour (assumed)")] = 3.0,
+    measure: Annotated[
+        bool,
+        typer.Option(
+            "--measure", help="measure CPU and wall time per step on this machine (~20 s)"
+        ),
+    ] = False,
 ) -> None:
     """Capacity plan before launch: engine throughput, sessions in flight, CPU workers per
     GPU, hours and GPU cost. From datagen's engine model (calibrated to Holotron-12B on one
@@ -124,10 +131,20 @@ def plan_command(
     except DatagenError as exc:
         raise _fail(exc) from None
     cfg = plan.config
+    source = "assumed (bench figures from a 2-vCPU machine; --measure to measure here)"
+    if measure:
+        import asyncio
+
+        from datagen.runtime.calibrate import measure as measure_cost
+
+        console.print("measuring a step on this machine (bundled sites, explore policy)…")
+        cost = asyncio.run(measure_cost(cfg))
+        cpu_ms_per_step, step_wall_ms = cost.cpu_ms, cost.wall_ms
+        source = f"measured here: {cost.steps} steps, {cost.sessions} sessions"
     engine = SimConfig(max_num_seqs=max_num_seqs or cfg.engine.sim.max_num_seqs)
     cap = plan_capacity(
         cfg, plan.episodes, steps_per_episode=steps_per_episode, engine=engine,
-        browser_cpu_ms=browser_cpu_ms, step_wall_ms=step_wall_ms,
+        cpu_ms_per_step=cpu_ms_per_step, step_wall_ms=step_wall_ms,
         cores_per_worker=cores_per_worker, gpu_hour_usd=gpu_hour_usd,
     )  # fmt: skip
     calls = Table(title="engine calls per step")
@@ -148,7 +165,11 @@ def plan_command(
         (
             "episodes × steps",
             f"{cap.episodes:,} × {cap.steps_per_episode:g} = {cap.steps:,.0f} steps",
-        )
+        ),
+        (
+            "a step",
+            f"{cpu_ms_per_step:.0f} ms CPU, {step_wall_ms:.0f} ms of a session's time; {source}",
+        ),
     ]
     if cap.calls:
         console.print(calls)
@@ -168,7 +189,11 @@ def plan_command(
             ),
             (
                 "CPU",
-                f"{cap.cores:.1f} cores = {cap.workers_per_gpu} workers of {cores_per_worker} cores per GPU",
+                f"{cap.cores:.1f} cores = {cap.workers_per_gpu} worker{'s' * (cap.workers_per_gpu != 1)} of {cores_per_worker} cores per GPU",
+            ),
+            (
+                "browser memory",
+                f"≈ {cap.browser_memory_mb / 1024:.1f} GiB over the workers (USS: 25 MB a session on the bundled sites, 145 MB a browser; real sites weigh more)",
             ),
             ("run time", f"{_duration(cap.hours)} on one GPU"),
             ("GPU cost", f"${cap.gpu_cost:,.2f} at ${gpu_hour_usd:g}/GPU-hour"),
@@ -181,7 +206,7 @@ def plan_command(
             ),
             (
                 "run time",
-                f"{_duration(cap.hours)} on {cap.cores:g} cores ({browser_cpu_ms:g} + 27 ms CPU per step)",
+                f"{_duration(cap.hours)} on {cap.cores:g} cores",
             ),
         ]
     for key, value in rows:

@@ -67,6 +67,25 @@ def test_plan_command_on_the_gpu_pipeline(monkeypatch: pytest.MonkeyPatch) -> No
     pipeline = Path(__file__).parents[2] / "pipelines" / "webvoyager-holotron.yaml"
     result = CliRunner().invoke(app, ["plan", str(pipeline), "--gpu-hour-usd", "2.5"])
     assert result.exit_code == 0, result.output
-    for words in ("engine calls per step", "sessions in flight", "workers of 8 cores per GPU"):
+    for words in ("engine calls per step", "sessions in flight", "of 8 cores per GPU", "GiB"):
         assert words in result.output
     assert "$2.5/GPU-hour" in result.output
+
+
+@pytest.mark.browser
+def test_measured_step_cost_counts_the_browsers_processes(tmp_path: Path) -> None:
+    import asyncio
+
+    import psutil
+
+    from datagen.runtime.calibrate import measure
+
+    own = psutil.Process().cpu_times()
+    cost = asyncio.run(measure(make_config(tmp_path), sessions=2))
+    mine = psutil.Process().cpu_times()
+    python_ms = (mine.user + mine.system - own.user - own.system) * 1000 / cost.steps
+    assert cost.steps > 0 and cost.sessions == 2 and cost.wall_ms > 0
+    # python_ms: this process over both shards (warm-up and measured) per measured step, i.e.
+    # about twice its share of one step; Chromium and the driver do most of the work, so only a
+    # sum over the process tree exceeds it
+    assert cost.cpu_ms > python_ms
