@@ -83,7 +83,7 @@ def scale_out(r: dict[str, Any]) -> list[Row]:
 
 
 def memory(r: dict[str, Any]) -> list[Row]:
-    return [("browser memory per concurrent session", f"USS {r['uss_mb_per_session']:.0f} MB, RSS {r['rss_mb_per_session']:.0f} MB", "—", None)]  # fmt: skip
+    return [("browser memory per concurrent session", f"PSS {r['pss_mb_per_session']:.0f} MB (USS {r['uss_mb_per_session']:.0f})", "—", None)]  # fmt: skip
 
 
 SUMMARY: dict[str, Callable[[Any], list[Row]]] = {

@@ -15,7 +15,7 @@ the run, median and p95 latency at the engine (waits in the client's gate left o
 adaptive ÷ the best static cap. The static caps are chosen around each phase's best (from
 the stand-in's engine model: ≈ 16 for the small pool, ≈ 176 for the large one).
 
-    python -m bench.adaptive                       # caps 12, 16, 24, 48, 176 and adaptive, ~6 minutes
+    python -m bench.adaptive                       # caps 12..176 and adaptive, ~8 minutes
     python -m bench.adaptive --caps 48 192 --phase-seconds 6 --json out.json
 """
 
@@ -104,7 +104,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--caps", type=int, nargs="*", default=[12, 16, 24, 48, 176])
+    parser.add_argument("--caps", type=int, nargs="*", default=[12, 14, 16, 24, 48, 96, 176])
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--speed", type=float, default=10.0, help="stand-in speed factor")
     parser.add_argument("--phase-seconds", type=float, default=15.0)

@@ -3,7 +3,8 @@
 One `BrowserHost` (the pipeline's browser, Debian's Chromium) opens N sessions at once, each a
 fresh context whose page has loaded a bundled site, for N in `--sessions`. With all N open it
 reads the memory of the browser's processes: USS (pages only this process has: what closing
-it would free) and RSS (which counts shared pages, e.g. Chromium's code, once per process).
+it would free), PSS (shared pages split among the processes sharing them: the fair total) and
+RSS (which counts shared pages, e.g. Chromium's code, once per process).
 The per-session cost is the slope of a least-squares line over N; the intercept is the
 browser with nothing open.
 
@@ -27,12 +28,13 @@ from datagen.source.readers import BUNDLED_SITES, list_sites
 from datagen.source.serve import SiteServer
 
 
-def rss_mb(host: BrowserHost) -> float:
-    total = 0
+def pss_rss_mb(host: BrowserHost) -> tuple[float, float]:
+    pss = rss = 0
     for process in host._browser_processes():  # the processes memory_mb() sums
         with contextlib.suppress(psutil.Error):
-            total += process.memory_info().rss
-    return total / 2**20
+            info = process.memory_full_info()
+            pss, rss = pss + info.pss, rss + info.rss
+    return pss / 2**20, rss / 2**20
 
 
 def slope(xs: list[int], ys: list[float]) -> tuple[float, float]:
@@ -60,9 +62,16 @@ async def measure(counts: list[int]) -> list[dict[str, float]]:
                     )
                 )
                 await asyncio.sleep(1.0)  # let renderers settle after load
-                uss, rss = host.memory_mb(max_age_s=0), rss_mb(host)
-                out.append({"sessions": n, "uss_mb": round(uss, 1), "rss_mb": round(rss, 1)})
-                print(f"{n:3d} sessions open: USS {uss:7.1f} MB   RSS {rss:7.1f} MB", flush=True)
+                uss, (pss, rss) = host.memory_mb(max_age_s=0), pss_rss_mb(host)
+                out.append(
+                    {
+                        "sessions": n,
+                        "uss_mb": round(uss, 1),
+                        "pss_mb": round(pss, 1),
+                        "rss_mb": round(rss, 1),
+                    }
+                )
+                print(f"{n:3d} sessions open: USS {uss:7.1f} MB   PSS {pss:7.1f} MB   RSS {rss:7.1f} MB", flush=True)  # fmt: skip
             await asyncio.sleep(1.0)
     finally:
         await host.close()
@@ -80,13 +89,15 @@ def main() -> None:
     rows = asyncio.run(measure(args.sessions))
     xs = [int(r["sessions"]) for r in rows]
     uss_b, uss_a = slope(xs, [r["uss_mb"] for r in rows])
+    pss_b, pss_a = slope(xs, [r["pss_mb"] for r in rows])
     rss_b, rss_a = slope(xs, [r["rss_mb"] for r in rows])
-    print(f"per concurrent session: USS {uss_b:.1f} MB, RSS {rss_b:.1f} MB")
-    print(f"browser with no session (intercept): USS {uss_a:.1f} MB, RSS {rss_a:.1f} MB")
+    print(f"per concurrent session: USS {uss_b:.1f} MB, PSS {pss_b:.1f} MB, RSS {rss_b:.1f} MB")
+    print(f"browser with no session (intercept): USS {uss_a:.1f} MB, PSS {pss_a:.1f} MB, RSS {rss_a:.1f} MB")  # fmt: skip
     if args.json:
         with open(args.json, "w") as fh:
             result = {"rows": rows, "uss_mb_per_session": round(uss_b, 1)}
             result |= {"rss_mb_per_session": round(rss_b, 1), "uss_mb_base": round(uss_a, 1)}
+            result |= {"pss_mb_per_session": round(pss_b, 1), "pss_mb_base": round(pss_a, 1)}
             json.dump(result, fh, indent=1)
 
 

@@ -34,8 +34,8 @@ BROWSER_CPU_MS = 88.0
 PIPELINE_CPU_MS = 27.0
 CPU_MS_PER_STEP = BROWSER_CPU_MS + PIPELINE_CPU_MS
 STEP_WALL_MS = 350.0
-# bench/memory.py: USS per concurrent session (bundled sites) and of a browser with none open
-SESSION_MB, BROWSER_MB = 25.0, 145.0
+# bench/memory.py: PSS per concurrent session (bundled sites) and of a browser with none open
+SESSION_MB, BROWSER_MB = 34.0, 314.0
 
 
 @dataclass(frozen=True)
@@ -163,8 +163,15 @@ def plan_capacity(
         plan.notes.append("no model calls: the run is CPU-bound and needs no GPU")
         local = not config.cluster.address  # a LocalCluster shares this machine's cores
         plan.cores = (os.cpu_count() or 1) if local else config.cluster.workers * cores_per_worker
-        plan.hours = plan.steps * cpu_s / 3600 / plan.cores
         plan.sessions = config.cluster.workers * config.cluster.sessions_per_worker
+        # the slower of two limits: the cores, and the sessions (each a step per step_wall_ms)
+        rate = min(plan.cores / cpu_s, plan.sessions / (step_wall_ms / 1000))
+        plan.hours = plan.steps / rate / 3600
+        if rate < plan.cores / cpu_s:
+            plan.notes.append(
+                f"sessions limit the run, not cores: {plan.sessions} sessions make "
+                f"{rate:.1f} steps/s; more sessions_per_worker would use the idle cores"
+            )
         return plan
     engine = engine or SimConfig(max_num_seqs=config.engine.sim.max_num_seqs)
     best, best_in_flight = 0.0, 1

@@ -193,7 +193,7 @@ def plan_command(
             ),
             (
                 "browser memory",
-                f"≈ {cap.browser_memory_mb / 1024:.1f} GiB over the workers (USS: 25 MB a session on the bundled sites, 145 MB a browser; real sites weigh more)",
+                f"≈ {cap.browser_memory_mb / 1024:.1f} GiB over the workers (PSS: 34 MB a session on the bundled sites, 314 MB a browser; real sites weigh more)",
             ),
             ("run time", f"{_duration(cap.hours)} on one GPU"),
             ("GPU cost", f"${cap.gpu_cost:,.2f} at ${gpu_hour_usd:g}/GPU-hour"),

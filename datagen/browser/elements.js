@@ -3,7 +3,7 @@
 // `hit`: elementFromPoint at the box centre lands on the element (or inside it, or on one of
 // its labels), i.e. a click there reaches it: occluded elements are not hit.
 // Also returns the scroll offset, which the screenshot clip needs (CDP clips are in document px).
-(maxElements) => {
+({ maxElements, asJson }) => {
   const SELECTOR = [
     'a[href]', 'button', 'input:not([type=hidden])', 'select', 'textarea', 'summary',
     '[role=button]', '[role=link]', '[role=tab]', '[role=checkbox]', '[role=switch]',
@@ -103,7 +103,10 @@
         : null,
     });
   }
-  // One JSON string: Playwright validates every nested value of an object result in Python
+  // As one JSON string: Playwright validates every nested value of an object result in Python
   // (~5 ms a step for a few hundred elements); a string is one value, parsed in Rust by pydantic.
-  return JSON.stringify({ scrollX: window.scrollX, scrollY: window.scrollY, elements: out });
+  // The page's own JSON (a toJSON override, a replaced stringify) can spoil the string: then the
+  // caller asks again for the object.
+  const result = { scrollX: window.scrollX, scrollY: window.scrollY, elements: out };
+  return asJson ? JSON.stringify(result) : result;
 }

@@ -30,7 +30,7 @@ from playwright.async_api import (
     Response,
     async_playwright,
 )
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from datagen.browser.actions import execute
 from datagen.browser.egress import EgressProxy
@@ -308,7 +308,12 @@ class Session:
 
     async def elements(self) -> tuple[tuple[Element, ...], float, float]:
         """The visible interactive elements, and the page's scroll offset (x, y)."""
-        scan = _Scan.model_validate_json(await self.page.evaluate(ELEMENTS_JS, MAX_ELEMENTS))
+        raw = await self.page.evaluate(ELEMENTS_JS, {"maxElements": MAX_ELEMENTS, "asJson": True})
+        try:
+            scan = _Scan.model_validate_json(raw)
+        except ValidationError:  # the page's JSON is not the standard one: take the object
+            args = {"maxElements": MAX_ELEMENTS, "asJson": False}
+            scan = _Scan.model_validate(await self.page.evaluate(ELEMENTS_JS, args))
         return scan.elements, scan.scrollX, scan.scrollY
 
     async def observe(self) -> Observation:

@@ -27,7 +27,6 @@ import math
 import random
 import time
 import uuid
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +44,7 @@ WATCHED_METRICS = (
     "vllm:kv_cache_usage_perc",
     "vllm:num_preemptions_total",
 )
+KV_USAGE = "vllm:kv_cache_usage_perc"
 TRANSIENT = (aiohttp.ClientError, asyncio.TimeoutError)
 
 
@@ -105,12 +105,9 @@ class ClientStats:
     shed: int = 0
     failures: dict[str, int] = field(default_factory=dict)
     latency_ms: float = 0.0
-    engine_ms: float = 0.0  # latency_ms without the waits for a slot
+    engine_ms: float = 0.0  # the answered sends' own time (no gate waits, backoffs or sheds)
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    recent_latency_ms: deque[float] = field(  # at the engine: waits in the gate left out
-        default_factory=lambda: deque(maxlen=2048)
-    )
 
 
 class EngineClient:
@@ -149,7 +146,7 @@ class EngineClient:
                 limit=self.max_in_flight + 4, limit_per_host=0, keepalive_timeout=KEEPALIVE_EXPIRY_S
             )
             self._http = aiohttp.ClientSession(
-                self.url, connector=connector, headers=self._headers, timeout=self._timeout
+                connector=connector, headers=self._headers, timeout=self._timeout
             )
         return self._http
 
@@ -166,7 +163,9 @@ class EngineClient:
         last = "no answer"
         while time.monotonic() < deadline:
             try:
-                async with self._session().get("/health", timeout=_timeout(5.0)) as health:
+                async with self._session().get(
+                    f"{self.url}/health", timeout=_timeout(5.0)
+                ) as health:
                     status = health.status
                 if status == 200:
                     return (await self.models())[0]
@@ -184,7 +183,9 @@ class EngineClient:
         ]
 
     async def metrics(self) -> dict[str, float]:
-        """The engine's queue, cache and preemption figures, summed over label sets."""
+        """The engine's queue, cache and preemption figures. Counts are summed over label sets
+        (vLLM labels each data-parallel engine); the KV cache usage, a fraction per engine, is
+        the fullest engine's."""
         status, body = await self._get("/metrics")
         if status >= 400:
             _json_or_raise(status, body)
@@ -194,12 +195,14 @@ class EngineClient:
         out: dict[str, float] = {}
         for family in text_string_to_metric_families("\n".join(wanted) + "\n"):
             for sample in family.samples:
-                if sample.name in WATCHED_METRICS:
+                if sample.name == KV_USAGE:
+                    out[KV_USAGE] = max(out.get(KV_USAGE, 0.0), sample.value)
+                elif sample.name in WATCHED_METRICS:
                     out[sample.name] = out.get(sample.name, 0.0) + sample.value
         return out
 
     async def _get(self, path: str) -> tuple[int, bytes]:
-        async with self._session().get(path, timeout=_timeout(10.0)) as response:
+        async with self._session().get(self.url + path, timeout=_timeout(10.0)) as response:
             return response.status, await response.read()
 
     # ------------------------------------------------------------------ in-flight control
@@ -218,7 +221,7 @@ class EngineClient:
             await asyncio.sleep(interval_s * random.uniform(0.8, 1.2))
             try:
                 load = EngineLoad.from_metrics(await self.metrics())
-            except (EngineError, *TRANSIENT) as exc:
+            except Exception as exc:  # unreachable, odd text, a gateway's page: keep the limit
                 level = logging.DEBUG if warned else logging.WARNING
                 log.log(level, "%s/metrics unreadable (%s); in-flight limit stays %d",
                         self.url, exc, self.gate.limit)  # fmt: skip
@@ -237,7 +240,7 @@ class EngineClient:
         """One chat completion, retried on transient failures, through `role`'s gate share."""
         base_id = uuid.uuid4().hex
         body = json.dumps(payload, separators=(",", ":")).encode()
-        timeout = _timeout(timeout_s) if timeout_s is not None else None
+        timeout = _timeout(timeout_s) if timeout_s is not None else self._timeout
         started = time.perf_counter()
         queued = 0.0
         problem = ""
@@ -246,7 +249,8 @@ class EngineClient:
             try:
                 asked = time.perf_counter()
                 async with self.gate.slot(role) as ticket:
-                    queued += time.perf_counter() - asked
+                    sent = time.perf_counter()
+                    queued += sent - asked
                     work = ticket.work = asyncio.ensure_future(
                         self._post(body, f"{base_id}-{sends}", timeout)
                     )
@@ -264,7 +268,7 @@ class EngineClient:
                 problem = f"{type(exc).__name__}: {exc}"
             else:
                 if status < 400:
-                    return self._result(raw, started, attempt, queued)
+                    return self._result(raw, started, attempt, queued, sent)
                 if status < 500:
                     self._count_failure("rejected")
                     _json_or_raise(status, raw)
@@ -279,11 +283,11 @@ class EngineClient:
         raise EngineUnavailable(f"{self.url}: {problem} after {self.retries + 1} attempts")
 
     async def _post(
-        self, body: bytes, request_id: str, timeout: aiohttp.ClientTimeout | None
+        self, body: bytes, request_id: str, timeout: aiohttp.ClientTimeout
     ) -> tuple[int, bytes]:
         headers = {"Content-Type": "application/json", "X-Request-Id": request_id}
         async with self._session().post(
-            "/v1/chat/completions", data=body, headers=headers, timeout=timeout
+            f"{self.url}/v1/chat/completions", data=body, headers=headers, timeout=timeout
         ) as response:
             return response.status, await response.read()
 
@@ -291,7 +295,9 @@ class EngineClient:
         """Full jitter: uniform in [0, min(cap, base·2^(attempt-1))]."""
         return random.uniform(0, min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1)))
 
-    def _result(self, raw: bytes, started: float, attempts: int, queued: float) -> ChatResult:
+    def _result(
+        self, raw: bytes, started: float, attempts: int, queued: float, sent: float
+    ) -> ChatResult:
         data = json.loads(raw)
         choice = data["choices"][0]
         message = choice.get("message") or {}
@@ -312,8 +318,7 @@ class EngineClient:
         stats = self.stats
         stats.requests += 1
         stats.latency_ms += latency
-        stats.engine_ms += latency - result.queued_ms
-        stats.recent_latency_ms.append(latency - result.queued_ms)
+        stats.engine_ms += (time.perf_counter() - sent) * 1000
         stats.prompt_tokens += result.prompt_tokens
         stats.completion_tokens += result.completion_tokens
         return result

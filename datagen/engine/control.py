@@ -91,7 +91,8 @@ class InFlightController:
         self._waiting = waiting
         queue = max(self.min_queue, self.queue_fraction * running)
         if preempted or kv >= self.kv_high:
-            target, self.last_reason = 0.8 * max(running, self.floor), "memory"
+            # of what ran, never more than ours (another tenant's requests may run too)
+            target, self.last_reason = 0.8 * min(max(running, self.floor), self.total), "memory"
         else:
             fits = running * self.kv_target / kv if running and kv > 0 else math.inf
             if queued > queue:
@@ -121,8 +122,9 @@ class PriorityGate:
 
     Acquiring with room and nobody waiting is O(1) and never yields to the loop. `shed(n)`
     cancels the work of the n newest holders, which then queue again: how a client stops an
-    engine that thrashes on requests already sent (vLLM aborts a request whose client leaves,
-    and the newest are the ones still waiting in its queue, so no work is lost)."""
+    engine that thrashes on requests already sent (vLLM aborts a request whose client leaves;
+    the newest are the likeliest to be still waiting in its FCFS queue, so little work is
+    lost, and a preempting engine recomputes anyway)."""
 
     def __init__(self, limit: int) -> None:
         self._limit = max(1, limit)
@@ -184,11 +186,12 @@ class PriorityGate:
         return shed
 
     async def _acquire(self, name: str) -> None:
-        if self._room(name) and not any(self._waiters[n] for n in self._ahead(name)):
+        if self._room(name) and not self._served_first(name):
             self._take(name)
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters[name].append(future)
+        self._wake()  # a class ahead may be at its share: then this one goes now
         try:
             await future
         except asyncio.CancelledError:
@@ -196,12 +199,18 @@ class PriorityGate:
                 self._release(name)
             elif future in self._waiters[name]:
                 self._waiters[name].remove(future)
+                self._wake()
             raise
 
-    def _ahead(self, name: str) -> list[str]:
-        """Classes served before `name` (itself included: FIFO within a class)."""
+    def _served_first(self, name: str) -> bool:
+        """Is a waiter of `name`'s class, or of a class ahead of it, able to take a slot now?
+        (Waiters held back by their own class's share do not block the others.)"""
         priority = self._classes[name][0]
-        return [n for n in self._order if self._classes[n][0] <= priority]
+        return any(
+            self._waiters[n] and self._active[n] < self.cap(n)
+            for n in self._order
+            if self._classes[n][0] <= priority
+        )
 
     def _take(self, name: str) -> None:
         self.active += 1

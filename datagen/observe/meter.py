@@ -4,7 +4,8 @@
     Dask heartbeat ─► worker.metrics[...]  ─► Meter.figures()  (worker's event loop)
                    ─► scheduler ─► dashboard "Workers" page, and the driver's run report
 
-Counters only ever grow; rates are taken over the last `window_s` seconds of readings. Dask
+Counters only ever grow; rates are taken over the last `window_s` seconds of readings. The set
+of figures is fixed at set-up (every reject reason has its entry from the start). Dask
 shows every numeric `worker.metrics` entry as a column of its Workers page (/workers), with a
 total row, so no custom dashboard code is needed to see them live.
 """
@@ -17,7 +18,10 @@ from collections import defaultdict, deque
 from collections.abc import Callable
 from typing import Any
 
+from datagen.records import RejectReason
+
 PREFIX = "datagen_"
+REASONS = [reason.value for reason in RejectReason]
 RATES = {"steps": "steps_per_s", "screenshots": "screenshots_per_s", "episodes": "episodes_per_s"}
 
 
@@ -74,9 +78,8 @@ class Meter:
         out["steps"] = counts["steps"]
         out["episodes"] = counts["episodes"]
         out["rejects"] = sum(v for k, v in counts.items() if k.startswith("reject:"))
-        for name, value in counts.items():
-            if name.startswith("reject:"):
-                out["rejects_" + name.removeprefix("reject:")] = value
+        for reason in REASONS:  # every reason from the start: the set of metrics never grows
+            out["rejects_" + reason] = counts.get("reject:" + reason, 0.0)
         for name, gauge in self.gauges.items():
             try:
                 out[name] = round(gauge(), 1)
@@ -87,10 +90,13 @@ class Meter:
 
 
 def register(worker: Any, meter: Meter) -> None:
-    """Expose the meter's figures as Dask worker metrics (one numeric entry per figure).
-
-    Reject reasons seen later than the first heartbeat get their entry at the next shard."""
+    """Expose the meter's figures as Dask worker metrics, one numeric entry per figure (a
+    plugin registered again replaces the entries). Call on the worker's event loop, or before
+    it runs: heartbeats iterate `worker.metrics` there."""
     for name in meter.figures(max_age_s=0):
-        key = PREFIX + name
-        if key not in worker.metrics:
-            worker.metrics[key] = lambda w, name=name: meter.figures().get(name, 0.0)
+        worker.metrics[PREFIX + name] = lambda w, name=name: meter.figures().get(name, 0.0)
+
+
+def unregister(worker: Any) -> None:
+    for key in [k for k in worker.metrics if k.startswith(PREFIX)]:
+        del worker.metrics[key]

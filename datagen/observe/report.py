@@ -37,10 +37,12 @@ LATENCIES = {
 
 @dataclass
 class Timeline:
-    """Samples every worker's datagen metrics from the scheduler while a run goes on."""
+    """Samples every worker's datagen metrics from the scheduler while a run goes on; at most
+    `max_samples` (worker × time) are kept, thinned evenly over the run."""
 
     client: Any
     interval_s: float = 2.0
+    max_samples: int = 20_000  # then every other one goes and the interval doubles
     samples: list[tuple[float, str, dict[str, float]]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
@@ -77,6 +79,11 @@ class Timeline:
             }
             if figures:
                 self.samples.append((now, str(info.get("name", address)), figures))
+        if len(self.samples) > self.max_samples:  # long runs, many workers: bounded memory
+            times = sorted({t for t, _, _ in self.samples})
+            kept = set(times[::2])
+            self.samples = [s for s in self.samples if s[0] in kept]
+            self.interval_s *= 2
 
     def series(self, name: str) -> dict[str, tuple[list[float], list[float]]]:
         """Per worker: times and values of one figure."""

@@ -102,33 +102,35 @@ def execute(plan: Plan, progress: RunProgress) -> RunSummary:
             workers = _worker_count(client, config.cluster)
             client.register_plugin(BrowserPlugin(config, workers=workers))
             timeline = Timeline(client).start()
-            client.subscribe_topic(PROGRESS_TOPIC, lambda event: progress.episode(event[1]))
-            progress.started(summary.dashboard, plan.episodes, skipped_episodes)
-            futures = {
-                client.submit(
-                    run_shard_task,
-                    index,
-                    plan.shards[index],
-                    config,
-                    plan.run_id,
-                    key=f"shard-{index:05d}-{plan.run_id}",
-                    retries=config.cluster.retries,
-                    pure=False,
-                ): index
-                for index in pending
-            }
-            for future in as_completed(futures):
-                index = futures[future]
-                try:
-                    result = future.result()
-                except Exception as exc:  # a shard that failed for good: the run goes on
-                    log.error("shard %d failed: %s", index, exc, extra={"shard": index})
-                    summary.failed_shards[index] = f"{type(exc).__name__}: {exc}"
-                    continue
-                summary.results.append(result)
-                progress.shard(result)
-            client.unsubscribe_topic(PROGRESS_TOPIC)
-            timeline.stop()
+            try:
+                client.subscribe_topic(PROGRESS_TOPIC, lambda event: progress.episode(event[1]))
+                progress.started(summary.dashboard, plan.episodes, skipped_episodes)
+                futures = {
+                    client.submit(
+                        run_shard_task,
+                        index,
+                        plan.shards[index],
+                        config,
+                        plan.run_id,
+                        key=f"shard-{index:05d}-{plan.run_id}",
+                        retries=config.cluster.retries,
+                        pure=False,
+                    ): index
+                    for index in pending
+                }
+                for future in as_completed(futures):
+                    index = futures[future]
+                    try:
+                        result = future.result()
+                    except Exception as exc:  # a shard that failed for good: the run goes on
+                        log.error("shard %d failed: %s", index, exc, extra={"shard": index})
+                        summary.failed_shards[index] = f"{type(exc).__name__}: {exc}"
+                        continue
+                    summary.results.append(result)
+                    progress.shard(result)
+                client.unsubscribe_topic(PROGRESS_TOPIC)
+            finally:
+                timeline.stop()  # also when the run fails: no thread left polling
     else:
         progress.started("", plan.episodes, skipped_episodes)
     summary.manifest = finalize(storage, plan.shard_ids, {"engine": engine} if engine else {})

@@ -20,7 +20,7 @@ from distributed import WorkerPlugin
 from datagen.browser.session import BrowserHost
 from datagen.config import PipelineConfig
 from datagen.engine.roles import Engines, roles_for
-from datagen.observe.meter import Meter, register
+from datagen.observe.meter import Meter, register, unregister
 from datagen.source import sites_root
 from datagen.source.serve import SiteServer
 
@@ -92,6 +92,8 @@ class BrowserPlugin(WorkerPlugin):
             raise
 
     def teardown(self, worker: Any) -> None:
+        if worker is not None:
+            unregister(worker)
         if self.engines is not None:
             try:
                 self.run(self.engines.close(), timeout=30)

@@ -8,7 +8,6 @@ from typing import Any, cast
 from distributed import get_worker
 
 from datagen.config import PipelineConfig
-from datagen.observe.meter import register
 from datagen.pipeline import ShardContext, run_shard
 from datagen.records import ShardResult, TaskSpec
 from datagen.runtime.plugin import PLUGIN_NAME, BrowserPlugin
@@ -47,8 +46,6 @@ def run_shard_task(
     # Per-shard limit: every episode timing out in turn, plus room for writing. Past it the Dask
     # task fails (and is retried) instead of holding its worker forever.
     waves = math.ceil(len(tasks) * config.run.repeats / config.cluster.sessions_per_worker)
-    result = plugin.run(
+    return plugin.run(
         run_shard(shard, tasks, ctx), timeout=waves * config.run.episode_timeout_s + 300
     )
-    register(worker, plugin.meter)  # reject reasons first seen in this shard get their column
-    return result

@@ -125,3 +125,13 @@ def test_one_merged_disable_features_switch(browser_plugin) -> None:  # type: ig
         assert (
             "WebUIOmniboxPopup" in features and "PaintHolding" in features
         )  # ours and Playwright's
+
+
+def test_element_scan_survives_a_page_that_replaces_json(browser_plugin, pages) -> None:  # type: ignore[no-untyped-def]
+    async def scenario():  # type: ignore[no-untyped-def]
+        async with browser_plugin.host.session() as session:
+            await session.goto(pages.base_url + "json_override.html")
+            return await session.observe()
+
+    obs = browser_plugin.run(scenario())
+    assert {e.selector for e in obs.elements} == {"#go", "#help"}

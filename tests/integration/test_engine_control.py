@@ -18,7 +18,7 @@ def test_budget_follows_the_engine_capacity() -> None:
     config = SimConfig(speed_factor=5, max_num_seqs=32, text_reply="x" * 400)
     with SimServer(config) as server:
 
-        async def scenario() -> tuple[list[tuple[str, int, int]], dict[str, float]]:
+        async def scenario() -> tuple[list[tuple[str, int, int]], dict[str, object]]:
             async with EngineClient(server.url, max_in_flight=100, retries=0) as client:
                 controller = InFlightController(100, start=100)
                 control = asyncio.create_task(client.control(controller, interval_s=0.2))
@@ -47,7 +47,8 @@ def test_budget_follows_the_engine_capacity() -> None:
                 preempted = after["vllm:num_preemptions_total"] - before.get(
                     "vllm:num_preemptions_total", 0.0
                 )
-                return seen, {"preempted": preempted}
+                stats = client.stats
+                return seen, {"preempted": preempted, "shed": stats.shed, "failed": stats.failures}
 
         seen, figures = asyncio.run(scenario())
     full = [limit for phase, limit, _ in seen if phase == "full"][-5:]
@@ -56,3 +57,5 @@ def test_budget_follows_the_engine_capacity() -> None:
     assert all(limit <= 11 for limit in settled), settled  # what the smaller cache holds
     assert max(active for phase, _, active in seen if phase == "settled") <= 11
     assert figures["preempted"] == 0  # no more thrashing once settled
+    # getting there shed requests already sent; each was sent again, none failed
+    assert figures["shed"] > 0 and not figures["failed"]

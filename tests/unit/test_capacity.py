@@ -52,9 +52,12 @@ def test_plan_follows_littles_law_and_prices_the_hours(tmp_path: Path) -> None:
     assert plan.workers_per_gpu >= 1 and plan.engine_in_flight <= config.engine.sim.max_num_seqs
 
 
-def test_explore_pipeline_needs_no_gpu(tmp_path: Path) -> None:
-    plan = plan_capacity(make_config(tmp_path), 100, steps_per_episode=10)
-    assert not plan.calls and plan.gpu_cost == 0 and plan.hours > 0
+def test_explore_pipeline_needs_no_gpu_and_is_bound_by_cores_or_sessions(tmp_path: Path) -> None:
+    config = make_config(tmp_path)  # 1 worker × 2 sessions, local: this machine's cores
+    plan = plan_capacity(config, 100, steps_per_episode=10, cpu_ms_per_step=100, step_wall_ms=1000)
+    assert not plan.calls and plan.gpu_cost == 0
+    # 2 sessions at 1 s a step make 2 steps/s, fewer than any machine's cores at 100 ms a step
+    assert plan.hours == pytest.approx(1000 / 2 / 3600) and "sessions limit" in plan.notes[-1]
 
 
 def test_plan_command_on_the_gpu_pipeline(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -135,3 +135,22 @@ def test_shed_cancels_the_newest_holders_work_not_the_holder() -> None:
         assert gate.active == 0
 
     asyncio.run(scenario())
+
+
+def test_a_class_held_at_its_share_does_not_block_the_others() -> None:
+    async def scenario() -> None:
+        gate = PriorityGate(10)
+        gate.add_class("policy", priority=0, share=0.5)
+        gate.add_class("judge", priority=2, share=1.0)
+        release = asyncio.Event()
+        log: list[str] = []
+        policy = [asyncio.create_task(_hold(gate, "policy", release, log)) for _ in range(6)]
+        await asyncio.sleep(0)
+        assert gate.active == 5 and gate.waiting == 1  # the sixth waits at the policy's share
+        judge = asyncio.create_task(_hold(gate, "judge", release, log))
+        await asyncio.sleep(0)
+        assert log.count("judge") == 1  # free slots are not held back for a capped class
+        release.set()
+        await asyncio.gather(*policy, judge)
+
+    asyncio.run(scenario())

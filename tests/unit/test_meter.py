@@ -5,7 +5,7 @@ from __future__ import annotations
 import pickle
 import time
 
-from datagen.observe.meter import Meter, register
+from datagen.observe.meter import Meter, register, unregister
 
 
 class FakeWorker:  # only the attribute Dask's Worker offers for custom metrics
@@ -34,4 +34,12 @@ def test_registered_as_numeric_worker_metrics_and_pickles_empty() -> None:
     register(worker, meter)
     assert worker.metrics["datagen_steps"](worker) == 5
     assert all(isinstance(f(worker), float | int) for f in worker.metrics.values())
+    # every reject reason has its entry from the start: the dict never grows during a run
+    assert worker.metrics["datagen_rejects_renderer_crash"](worker) == 0
+    again = Meter()  # a plugin registered again: its meter replaces the old one's
+    register(worker, again)
+    assert worker.metrics["datagen_steps"](worker) == 0
+    worker.metrics["other"] = lambda w: 1
+    unregister(worker)
+    assert list(worker.metrics) == ["other"]
     assert pickle.loads(pickle.dumps(meter)).counts() == {}
