@@ -15,15 +15,19 @@ dashboard shows the same figures live).
 
 from __future__ import annotations
 
+import io
 import math
 import os
 from dataclasses import dataclass, field
+from typing import Any
+
+from PIL import Image
 
 from datagen.config import PipelineConfig, VlmPolicy
-from datagen.engine.profiles import PROFILES, SentImage
+from datagen.engine.profiles import PROFILES, encode_screenshot
 from datagen.engine.sim.config import SimConfig
 from datagen.engine.sim.engine import Shape, virtual_rate
-from datagen.engine.tokens import image_tiles, image_tokens, text_tokens
+from datagen.engine.sim.protocol import ChatBody, measure
 
 # Measured on this project's 2-vCPU machine (docs/benchmarks.md): CPU per step of our browser
 # loop (Python + Playwright driver + Chromium; bench/browser_loop.py); what the rest of the
@@ -76,63 +80,46 @@ def calls_per_step(
     config: PipelineConfig, steps_per_episode: float, click_share: float = 0.7
 ) -> list[Call]:
     """The engine requests one step makes, with their prompt and answer sizes (`click_share`:
-    the steps whose action is a click, which the localizer re-grounds)."""
-    policy = config.policy
-    if not isinstance(policy, VlmPolicy):
-        expressions = config.annotation.model_expressions
-        if expressions is None:
-            return []
-        policy = VlmPolicy(type="vlm")  # only the prompt profile and image size are used
-        roles_used = False
-    else:
-        roles_used = True
-        expressions = config.annotation.model_expressions
-    profile = PROFILES[policy.profile]
+    the steps whose action is a click, which the localizer re-grounds). Prompts are the real
+    profile's messages, counted by the stand-in's own `measure` (text, tiling, vLLM's limits)."""
+    policy = config.policy if isinstance(config.policy, VlmPolicy) else None
+    expressions = config.annotation.model_expressions
+    if policy is None and expressions is None:
+        return []
+    sent = policy or VlmPolicy(type="vlm")  # the profile and image size the calls use
+    profile = PROFILES[sent.profile]
     vp, dsf = config.browser.viewport, config.browser.device_scale_factor
     width, height = round(vp.width * dsf), round(vp.height * dsf)
-    scale = min(1.0, policy.image_max_width / width)
-    image = SentImage("", max(1, round(width * scale)), max(1, round(height * scale)))
-    img_tok, img_tiles = (
-        image_tokens(image.width, image.height),
-        image_tiles(image.width, image.height),
-    )
+    scale = min(1.0, sent.image_max_width / width)
+    size = (max(1, round(width * scale)), max(1, round(height * scale)))
+    blank = io.BytesIO()
+    Image.new("RGB", size).save(blank, "JPEG")
+    image = encode_screenshot(blank.getvalue(), "jpeg", *size, sent.image_max_width)
+    limits = SimConfig(max_model_len=10**7)  # count only: a long prompt is not an error here
     out: list[Call] = []
 
-    def add(
-        role: str, per_step: float, messages: list[dict[str, object]], images: int, answer: int
-    ) -> None:
-        text = sum(_text_tokens(m) for m in messages)
-        out.append(Call(role, per_step, text + images * img_tok, images * img_tiles, answer))
+    def add(role: str, per_step: float, messages: list[dict[str, Any]], answer: int) -> None:
+        prompt = measure(ChatBody(messages=messages), limits)
+        out.append(Call(role, per_step, prompt.tokens, prompt.tiles, answer))
 
-    if roles_used:
-        n = policy.history_images
+    if policy is not None:
         previous = ["click(x=500, y=300)"] * 10
-        nav = profile.navigation_messages(
-            "a typical task of one or two sentences " * 3, 10, "", previous, [image] * n
-        )
-        add("policy", 1.0, nav, n, min(policy.policy.max_tokens, 120))
+        task = "a typical task of one or two sentences " * 3
+        nav = profile.navigation_messages(task, 10, "", previous, [image] * policy.history_images)
+        add("policy", 1.0, nav, min(policy.policy.max_tokens, 120))
         if policy.localizer is not None:
-            loc = profile.localization_messages(
-                image, "the blue 'Add to cart' button under the first product"
-            )
-            add("localizer", click_share, loc, 1, min(policy.localizer.max_tokens, 16))
+            target = "the blue 'Add to cart' button under the first product"
+            loc = profile.localization_messages(image, target)
+            add("localizer", click_share, loc, min(policy.localizer.max_tokens, 16))
         if policy.judge is not None:
             judge = profile.judge_messages("a task", "an answer", image)
-            add("judge", 1 / steps_per_episode, judge, 1, min(policy.judge.max_tokens, 40))
+            add("judge", 1 / steps_per_episode, judge, min(policy.judge.max_tokens, 40))
     if expressions is not None:
         writer = profile.expression_messages(image, [10, 10, 200, 60])
-        add("writer", expressions.per_step, writer, 1, min(expressions.writer.max_tokens, 24))
+        add("writer", expressions.per_step, writer, min(expressions.writer.max_tokens, 24))
         loc = profile.localization_messages(image, "a short referring expression")
-        add("localizer (round-trip)", expressions.per_step, loc, 1, 16)
-    return out  # fmt: skip
-
-
-def _text_tokens(message: dict[str, object]) -> int:
-    content = message.get("content")
-    if isinstance(content, str):
-        return text_tokens(content) + 4
-    parts = content if isinstance(content, list) else []
-    return 4 + sum(text_tokens(str(p.get("text", ""))) for p in parts if p.get("type") == "text")
+        add("localizer (round-trip)", expressions.per_step, loc, 16)
+    return out
 
 
 def engine_rate(config: SimConfig, calls: list[Call], in_flight: int, requests: int = 800) -> float:

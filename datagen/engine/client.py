@@ -104,7 +104,6 @@ class ClientStats:
     retries: int = 0
     shed: int = 0
     failures: dict[str, int] = field(default_factory=dict)
-    latency_ms: float = 0.0
     engine_ms: float = 0.0  # the answered sends' own time (no gate waits, backoffs or sheds)
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -132,7 +131,6 @@ class EngineClient:
         self.gate = PriorityGate(self.max_in_flight)
         self.retries, self.backoff_s, self.max_backoff_s = retries, backoff_s, max_backoff_s
         self.stats = ClientStats()
-        self.controller: InFlightController | None = None
 
     async def __aenter__(self) -> EngineClient:
         return self
@@ -214,7 +212,6 @@ class EngineClient:
         `interval_s` (jittered, so workers don't read in step). When the engine preempts and
         more is in flight than the new limit, the newest requests are shed (aborted and queued
         again here). Runs until cancelled; a failed read keeps the last limit."""
-        self.controller = controller
         self.gate.limit = min(self.max_in_flight, math.ceil(controller.total * fraction))
         warned = False
         while True:
@@ -317,7 +314,6 @@ class EngineClient:
         )
         stats = self.stats
         stats.requests += 1
-        stats.latency_ms += latency
         stats.engine_ms += (time.perf_counter() - sent) * 1000
         stats.prompt_tokens += result.prompt_tokens
         stats.completion_tokens += result.completion_tokens

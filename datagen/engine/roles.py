@@ -93,14 +93,14 @@ class Engines:
             out["engine_latency_ms"] += client.stats.engine_ms
         return out
 
-    def in_flight(self) -> tuple[int, int, int]:
+    def in_flight(self) -> dict[str, float]:
         """Requests at the engine, the limit, and requests waiting for a slot, now."""
         gates = [client.gate for client in self.clients.values()]
-        return (
-            sum(g.active for g in gates),
-            sum(g.limit for g in gates),
-            sum(g.waiting for g in gates),
-        )
+        return {
+            "engine_in_flight": float(sum(g.active for g in gates)),
+            "engine_limit": float(sum(g.limit for g in gates)),
+            "engine_queued": float(sum(g.waiting for g in gates)),
+        }
 
     def has(self, role: str) -> bool:
         return role in self.roles

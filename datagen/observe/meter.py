@@ -12,6 +12,7 @@ total row, so no custom dashboard code is needed to see them live.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import defaultdict, deque
@@ -34,8 +35,9 @@ class Meter:
         self._lock = threading.Lock()
         self._readings: deque[tuple[float, defaultdict[str, float]]] = deque()
         self._cache: tuple[float, dict[str, float]] = (0.0, {})
-        self.gauges: dict[str, Callable[[], float]] = {}  # read at each look (memory, in flight)
-        self.totals: dict[str, Callable[[], dict[str, float]]] = {}  # counters kept elsewhere
+        # sources read at each look: gauges (memory, in flight), and counters kept elsewhere
+        self.gauges: dict[str, Callable[[], dict[str, float]]] = {}
+        self.totals: dict[str, Callable[[], dict[str, float]]] = {}
 
     def __getstate__(self) -> dict[str, float]:  # shipped to a worker: an empty meter
         return {"window_s": self.window_s}
@@ -80,11 +82,9 @@ class Meter:
         out["rejects"] = sum(v for k, v in counts.items() if k.startswith("reject:"))
         for reason in REASONS:  # every reason from the start: the set of metrics never grows
             out["rejects_" + reason] = counts.get("reject:" + reason, 0.0)
-        for name, gauge in self.gauges.items():
-            try:
-                out[name] = round(gauge(), 1)
-            except Exception:  # a gauge must never break the heartbeat
-                out[name] = 0.0
+        for source in self.gauges.values():
+            with contextlib.suppress(Exception):  # a gauge must never break the heartbeat
+                out |= {name: round(value, 1) for name, value in source().items()}
         self._cache = (now, out)
         return out
 

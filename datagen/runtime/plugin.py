@@ -72,13 +72,13 @@ class BrowserPlugin(WorkerPlugin):
         """What the dashboard reads besides the pipeline's counters."""
         host, engines, meter = self.host, self.engines, self.meter
         if host is not None:
-            meter.gauges["browser_memory_mb"] = lambda: host.memory_mb(max_age_s=5.0)
-            meter.gauges["browser_sessions"] = lambda: float(host.open_contexts)
+            meter.gauges["browser"] = lambda: {
+                "browser_memory_mb": host.memory_mb(max_age_s=5.0),
+                "browser_sessions": float(host.open_contexts),
+            }
         if engines is not None:
             meter.totals["engine"] = engines.counters
-            meter.gauges["engine_in_flight"] = lambda: float(engines.in_flight()[0])
-            meter.gauges["engine_limit"] = lambda: float(engines.in_flight()[1])
-            meter.gauges["engine_queued"] = lambda: float(engines.in_flight()[2])
+            meter.gauges["engine"] = engines.in_flight
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run a coroutine on the browser loop and wait for its result (from any thread)."""

@@ -15,7 +15,7 @@ class FakeWorker:  # only the attribute Dask's Worker offers for custom metrics
 
 def test_rates_over_the_window_gauges_and_rejects() -> None:
     meter = Meter(window_s=10)
-    meter.gauges["browser_memory_mb"] = lambda: 123.45
+    meter.gauges["browser"] = lambda: {"browser_memory_mb": 123.45}
     meter.totals["engine"] = lambda: {"engine_requests": 4.0, "engine_latency_ms": 800.0}
     first = meter.figures(max_age_s=0)
     assert first["steps_per_s"] == 0 and first["browser_memory_mb"] == 123.5
