@@ -99,20 +99,25 @@ def plan_command(
     pipeline: PipelineArg,
     steps_per_episode: Annotated[
         float | None,
-        typer.Option(help="expected steps per episode (default: run.max_steps, an upper bound)"),
+        typer.Option(min=1, help="expected steps per episode (default: run.max_steps, a bound)"),
     ] = None,
     max_num_seqs: Annotated[
-        int | None, typer.Option(help="the server's --max-num-seqs (default: engine.sim's)")
+        int | None, typer.Option(min=1, help="the server's --max-num-seqs (default: engine.sim's)")
     ] = None,
     cpu_ms_per_step: Annotated[
         float,
-        typer.Option(help="CPU per step of a worker, ms: browser + pipeline (bench/scale_out.py)"),
+        typer.Option(min=1, help="CPU per step, ms: browser + pipeline (bench/scale_out.py)"),
     ] = 115.0,
     step_wall_ms: Annotated[
-        float, typer.Option(help="a session's browser time per step, ms (observe+act+settle)")
+        float,
+        typer.Option(min=1, help="a session's browser time per step, ms (observe+act+settle)"),
     ] = 350.0,
-    cores_per_worker: Annotated[int, typer.Option(help="CPU cores of one worker machine")] = 8,
-    gpu_hour_usd: Annotated[float, typer.Option(help="price of one GPU-hour (assumed)")] = 3.0,
+    cores_per_worker: Annotated[
+        int, typer.Option(min=1, help="CPU cores of one worker machine")
+    ] = 8,
+    gpu_hour_usd: Annotated[
+        float, typer.Option(min=0, help="price of one GPU-hour (assumed)")
+    ] = 3.0,
     measure: Annotated[
         bool,
         typer.Option(

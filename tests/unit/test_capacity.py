@@ -92,3 +92,13 @@ def test_measured_step_cost_counts_the_browsers_processes(tmp_path: Path) -> Non
     # about twice its share of one step; Chromium and the driver do most of the work, so only a
     # sum over the process tree exceeds it
     assert cost.cpu_ms > python_ms
+
+
+def test_plan_command_refuses_impossible_figures() -> None:
+    from typer.testing import CliRunner
+
+    from datagen.cli import app
+
+    pipeline = Path(__file__).parents[2] / "pipelines" / "demo.yaml"
+    result = CliRunner().invoke(app, ["plan", str(pipeline), "--cores-per-worker", "0"])
+    assert result.exit_code == 2 and "--cores-per-worker" in result.output
