@@ -13,6 +13,7 @@ import asyncio
 import hashlib
 import logging
 import time
+import traceback
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -164,13 +165,14 @@ async def run_episode(task: TaskSpec, repeat: int, ctx: ShardContext) -> Episode
     policy = make_policy(ctx.config.policy, task, seed, ctx.engines)
     started = time.perf_counter()
     opened: list[Session] = []
+    limit = asyncio.timeout(ctx.config.run.episode_timeout_s)
     try:
-        async with asyncio.timeout(ctx.config.run.episode_timeout_s), ctx.host.session() as session:
+        async with limit, ctx.host.session() as session:
             opened.append(session)
             await session.goto(ctx.resolve_url(task.start_url))
             await _walk(session, task, policy, seed, started, out, ctx)
     except EPISODE_FAILURES as exc:
-        stage, reason, detail = await _failure(exc, opened, ctx, task)
+        stage, reason, detail = await _failure(exc, opened, ctx, task, expired=limit.expired())
         out.reject(stage, reason, detail)
         if reason in (
             RejectReason.TIMEOUT_STEP,
@@ -204,7 +206,11 @@ EPISODE_FAILURES = (
 
 
 async def _failure(
-    exc: BaseException, opened: list[Session], ctx: ShardContext, task: TaskSpec
+    exc: BaseException,
+    opened: list[Session],
+    ctx: ShardContext,
+    task: TaskSpec,
+    expired: bool = False,
 ) -> tuple[str, RejectReason, str]:
     """The reject row for an episode that failed: (stage, reason, detail)."""
     if isinstance(exc, NavigationFailed):
@@ -219,7 +225,7 @@ async def _failure(
         return "episode", exc.reason, str(exc)
     if isinstance(exc, StepTimedOut):
         return "episode", RejectReason.TIMEOUT_STEP, str(exc)
-    if isinstance(exc, TimeoutError):
+    if isinstance(exc, TimeoutError) and expired:  # only the episode's own limit, not any
         return (
             "task",
             RejectReason.TIMEOUT_EPISODE,
@@ -229,11 +235,17 @@ async def _failure(
         # the browser itself is gone (or going, e.g. a worker shutting down): fail the shard,
         # it is retried; a page that merely closed itself is the task's doing, below
         raise BrowserDied(f"browser died during task {task.id}") from exc
-    first_line = str(exc).splitlines()[0] if str(exc) else ""
+    first_line = str(exc).splitlines()[0] if str(exc) else _origin(exc)
     if opened and opened[0].events.crashed:
         return "episode", RejectReason.RENDERER_CRASH, f"the page's renderer crashed: {first_line}"
     log.warning("episode failed", extra={"task_id": task.id}, exc_info=exc)
     return "task", RejectReason.BROWSER_ERROR, f"{type(exc).__name__}: {first_line}"
+
+
+def _origin(exc: BaseException) -> str:
+    """Where an exception without a message was raised: "file:line in function"."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    return f"at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
 
 
 def _closed(exc: BaseException) -> bool:
@@ -267,9 +279,10 @@ async def _walk(
     if ended is None:
         return
     status, answer, success = ended
-    final = await session.observe()
+    last = len(out.steps)  # the page can hang after the last step too: bounded like a step
+    final = await _bounded(session.observe(), ctx, "the final observation", last)
     if status != "solved":
-        success = await _check(session, task)
+        success = await _bounded(_check(session, task), ctx, "the final success check", last)
         status = "solved" if success else status
     if not out.steps:
         out.reject("episode", RejectReason.NO_STEPS, "the episode ended before its first step")

@@ -88,8 +88,29 @@ class BrowserPlugin(WorkerPlugin):
         try:
             return future.result(timeout)
         except TimeoutError:
+            log.error(
+                "overran %ss; what the browser loop is waiting on:\n%s", timeout, self.where()
+            )
             future.cancel()  # stop the work on the loop too, not just the wait for it
             raise
+
+    def where(self) -> str:
+        """Where every task on the browser loop is waiting (the chain of awaits, innermost
+        last): what tells a hung page from a hung engine call when a shard overruns."""
+        if self.loop is None:
+            return ""
+
+        async def chains() -> str:
+            return "\n".join(
+                _await_chain(task)
+                for task in asyncio.all_tasks()
+                if task is not asyncio.current_task()
+            )
+
+        try:
+            return asyncio.run_coroutine_threadsafe(chains(), self.loop).result(5)
+        except Exception as exc:  # the loop itself is blocked: say so
+            return f"(the loop did not answer: {type(exc).__name__})"
 
     def teardown(self, worker: Any) -> None:
         if worker is not None:
@@ -112,3 +133,15 @@ class BrowserPlugin(WorkerPlugin):
         if self.loop is not None and self.thread is not None:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(timeout=10)
+
+
+def _await_chain(task: asyncio.Task[Any]) -> str:
+    """One task as "name: function (file:line) > function (file:line) > ..."."""
+    links = []
+    coro: Any = task.get_coro()
+    while coro is not None:
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "ag_frame", None)
+        if frame is not None:
+            links.append(f"{frame.f_code.co_name} ({frame.f_code.co_filename}:{frame.f_lineno})")
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "ag_await", None)
+    return f"{task.get_name()}: " + " > ".join(links)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
+import logging
 
 import psutil
 import pytest
@@ -135,3 +137,18 @@ def test_element_scan_survives_a_page_that_replaces_json(browser_plugin, pages) 
 
     obs = browser_plugin.run(scenario())
     assert {e.selector for e in obs.elements} == {"#go", "#help"}
+
+
+def test_an_overrun_logs_where_the_loop_is_stuck(browser_plugin, caplog) -> None:  # type: ignore[no-untyped-def]
+    """A shard past its limit: the log names the awaits it is stuck in, then the work stops."""
+
+    async def stuck_on_purpose() -> None:
+        await asyncio.Event().wait()
+
+    with (
+        caplog.at_level(logging.ERROR, logger="datagen.runtime.plugin"),
+        pytest.raises(TimeoutError),
+    ):
+        browser_plugin.run(stuck_on_purpose(), timeout=0.3)
+    assert "stuck_on_purpose" in caplog.text and "> wait (" in caplog.text
+    assert "stuck_on_purpose" not in browser_plugin.where()  # cancelled, not left running

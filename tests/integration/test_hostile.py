@@ -11,7 +11,7 @@ import pytest
 from playwright.async_api import Error as PlaywrightError
 
 from datagen.pipeline import ShardContext, _failure, run_shard
-from datagen.records import Click, RejectReason, TaskSpec, Wait
+from datagen.records import Click, RejectReason, SuccessCheck, TaskSpec, Wait
 from datagen.sink.storage import LocalStorage
 from tests.conftest import make_config
 from tests.integration.test_pipeline import read
@@ -44,6 +44,12 @@ def test_hostile_pages_end_as_episodes_or_the_right_rejects(
         task(pages, "fullscreen", Click(x=120, y=40)),
         task(pages, "huge"),
         task(pages, "loop", Click(x=120, y=40)),
+        TaskSpec(  # solved at step 0, and the page hangs right after: the final look is bounded
+            id="hang-after-solved",
+            start_url=f"{pages.base_url}hostile/huge.html",
+            instruction="Be solved, then hang.",
+            check=SuccessCheck(js="setTimeout(() => { while (true) {} }, 0) > 0"),
+        ),
     ]
     ctx = ShardContext(
         config=config, run_id="r", host=browser_plugin.host, storage=LocalStorage(tmp_path / "out")
@@ -66,6 +72,8 @@ def test_hostile_pages_end_as_episodes_or_the_right_rejects(
     huge_steps = [s for s in read(tmp_path / "out", "steps", 5) if s["task_id"] == "huge"]
     assert huge_steps[0]["n_elements"] == 400  # capped, not 20,000
     assert rejects["loop"]["reason"] == "timeout_step"  # an infinite JS loop: bounded
+    assert rejects["hang-after-solved"]["reason"] == "timeout_step"
+    assert "final observation" in rejects["hang-after-solved"]["detail"]
     assert result.rejects >= 1 and browser_plugin.host.connected  # the browser survived it
 
 
@@ -148,3 +156,26 @@ def test_browser_memory_admission_and_recycling(browser_plugin) -> None:  # type
     assert 20 < memory < 4000 and contexts == 1
     assert before >= 1 and after == 0 and host.connected
     assert waited_alone < 0.5 and waited
+
+
+def test_only_the_episode_limit_is_a_timeout_episode(browser_plugin, pages, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A TimeoutError from deeper down (a library's own wait) is not the episode running out of
+    time: it is a browser error that says where it came from."""
+    config = make_config(tmp_path, policy={"type": "scripted"})
+    ctx = ShardContext(
+        config=config, run_id="r", host=browser_plugin.host, storage=LocalStorage(tmp_path / "o")
+    )
+
+    async def stray() -> None:
+        raise TimeoutError
+
+    try:
+        asyncio.run(stray())
+    except TimeoutError as exc:
+        error = exc
+    spec = task(pages, "huge")
+    stage, reason, detail = browser_plugin.run(_failure(error, [], ctx, spec))
+    assert (stage, reason) == ("task", RejectReason.BROWSER_ERROR)
+    assert detail.startswith("TimeoutError: at ") and "in stray" in detail
+    _, reason, _ = browser_plugin.run(_failure(error, [], ctx, spec, expired=True))
+    assert reason == RejectReason.TIMEOUT_EPISODE
