@@ -242,10 +242,11 @@ class EngineClient:
         queued = 0.0
         problem = ""
         attempt = sends = 1
+        sheds = 0
         while True:
             try:
                 asked = time.perf_counter()
-                async with self.gate.slot(role) as ticket:
+                async with self.gate.slot(role, sheds) as ticket:
                     sent = time.perf_counter()
                     queued += sent - asked
                     work = ticket.work = asyncio.ensure_future(
@@ -260,6 +261,7 @@ class EngineClient:
                             work.cancel()
                             raise
                         self.stats.shed += 1  # the engine thrashed: queue again, not an attempt
+                        sheds += 1
                         continue
             except TRANSIENT as exc:  # connect errors, resets, timeouts
                 problem = f"{type(exc).__name__}: {exc}"

@@ -108,10 +108,17 @@ class InFlightController:
         return self.total
 
 
+MAX_SHEDS = 2  # a request shed this often is left alone: under sustained preemption, the
+# same request must not be aborted and re-queued for ever
+
+
 @dataclass(eq=False)
 class Ticket:
-    """A held slot. `work` is what `shed()` cancels: the holder's request, not the holder."""
+    """A held slot. `work` is what `shed()` cancels: the holder's request, not the holder.
+    `sheds` counts how often the holder's request was shed before this slot."""
 
+    name: str = ""
+    sheds: int = 0
     work: asyncio.Future[Any] | None = None
     shed: bool = False
 
@@ -121,10 +128,10 @@ class PriorityGate:
     priority (lowest number) that is under its share of the limit; FIFO within a class.
 
     Acquiring with room and nobody waiting is O(1) and never yields to the loop. `shed(n)`
-    cancels the work of the n newest holders, which then queue again: how a client stops an
-    engine that thrashes on requests already sent (vLLM aborts a request whose client leaves;
-    the newest are the likeliest to be still waiting in its FCFS queue, so little work is
-    lost, and a preempting engine recomputes anyway)."""
+    cancels the work of n holders, which then queue again: how a client stops an engine that
+    thrashes on requests already sent (vLLM aborts a request whose client leaves). The lowest
+    priority goes first, and the newest within a class: the likeliest to be still waiting in
+    the engine's FCFS queue, so little work is lost (a preempting engine recomputes anyway)."""
 
     def __init__(self, limit: int) -> None:
         self._limit = max(1, limit)
@@ -161,11 +168,11 @@ class PriorityGate:
         return self.active < self._limit and self._active[name] < self.cap(name)
 
     @asynccontextmanager
-    async def slot(self, name: str = "") -> AsyncIterator[Ticket]:
+    async def slot(self, name: str = "", sheds: int = 0) -> AsyncIterator[Ticket]:
         if name not in self._classes:
             self.add_class(name)
         await self._acquire(name)
-        ticket = Ticket()
+        ticket = Ticket(name, sheds)
         self._holders[ticket] = None
         try:
             yield ticket
@@ -174,16 +181,21 @@ class PriorityGate:
             self._release(name)
 
     def shed(self, count: int) -> int:
-        """Cancel the work of the `count` newest holders; returns how many were shed."""
-        shed = 0
-        for ticket in reversed(list(self._holders)):
-            if shed >= count:
-                break
-            if ticket.work is not None and not ticket.work.done() and not ticket.shed:
-                ticket.shed = True
-                ticket.work.cancel()
-                shed += 1
-        return shed
+        """Cancel the work of up to `count` holders: the lowest-priority class first, newest
+        first within it, never a request already shed MAX_SHEDS times. Returns how many."""
+        candidates = [
+            (ticket, work)
+            for ticket in reversed(list(self._holders))  # newest first
+            if (work := ticket.work) is not None
+            and not work.done()
+            and not ticket.shed
+            and ticket.sheds < MAX_SHEDS
+        ]
+        candidates.sort(key=lambda pair: -self._classes[pair[0].name][0])  # stable sort
+        for ticket, work in candidates[:count]:
+            ticket.shed = True
+            work.cancel()
+        return min(count, len(candidates))
 
     async def _acquire(self, name: str) -> None:
         if self._room(name) and not self._served_first(name):

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from datagen.engine.control import EngineLoad, InFlightController, PriorityGate
+from datagen.engine.control import MAX_SHEDS, EngineLoad, InFlightController, PriorityGate
 
 
 def test_long_queue_shrinks_budget_to_running_plus_a_short_queue() -> None:
@@ -131,6 +131,44 @@ def test_shed_cancels_the_newest_holders_work_not_the_holder() -> None:
             await asyncio.sleep(0)
         assert outcome == {"c": "shed", "b": "shed"} and gate.active == 1
         tasks[0].cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        assert gate.active == 0
+
+    asyncio.run(scenario())
+
+
+def test_shed_takes_the_lowest_priority_first_and_spares_the_often_shed() -> None:
+    async def scenario() -> None:
+        gate = PriorityGate(4)
+        gate.add_class("policy", priority=0)
+        gate.add_class("writer", priority=3)
+        shed: list[str] = []
+
+        async def holder(label: str, role: str, sheds: int = 0) -> None:
+            async with gate.slot(role, sheds) as ticket:
+                ticket.work = asyncio.ensure_future(asyncio.sleep(10))
+                try:
+                    await ticket.work
+                except asyncio.CancelledError:
+                    shed.append(label)
+
+        tasks = [
+            asyncio.create_task(holder("writer-old", "writer")),
+            asyncio.create_task(holder("policy-a", "policy")),
+            asyncio.create_task(holder("writer-tired", "writer", sheds=MAX_SHEDS)),
+            asyncio.create_task(holder("policy-new", "policy")),
+        ]
+        await asyncio.sleep(0)
+        assert gate.active == 4
+        assert gate.shed(2) == 2  # the one writer still sheddable, then the newest policy
+        for _ in range(3):  # the cancellations reach their holders
+            await asyncio.sleep(0)
+        assert shed == ["writer-old", "policy-new"]
+        assert gate.shed(5) == 1  # policy-a; writer-tired was shed too often already
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert shed[-1] == "policy-a"
+        tasks[2].cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         assert gate.active == 0
 
