@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import sysconfig
 import time
 import traceback
 from collections import Counter
@@ -194,6 +195,9 @@ class CheckFailed(Exception):
     """The task's success check itself raised (bad JS, say): the task is at fault."""
 
 
+LIBRARY_DIRS = tuple(
+    {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+)
 EPISODE_FAILURES = (
     NavigationFailed,
     CheckFailed,
@@ -243,9 +247,14 @@ async def _failure(
 
 
 def _origin(exc: BaseException) -> str:
-    """Where an exception without a message was raised: "file:line in function"."""
+    """Where an exception without a message came from: "file:line in function" of the
+    innermost frame outside the standard library and installed packages (a TimeoutError is
+    raised inside asyncio; what matters is which of our awaits it ended)."""
     frames = traceback.extract_tb(exc.__traceback__)
-    return f"at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
+    ours = [
+        f for f in frames if "/datagen/" in f.filename or not f.filename.startswith(LIBRARY_DIRS)
+    ] or frames
+    return f"at {ours[-1].filename}:{ours[-1].lineno} in {ours[-1].name}" if ours else ""
 
 
 def _closed(exc: BaseException) -> bool:
@@ -279,10 +288,10 @@ async def _walk(
     if ended is None:
         return
     status, answer, success = ended
-    last = len(out.steps)  # the page can hang after the last step too: bounded like a step
-    final = await _bounded(session.observe(), ctx, "the final observation", last)
+    after = f"after step {len(out.steps) - 1}"  # a page can hang after its last step too
+    final = await _bounded(session.observe(), ctx, f"the final observation ({after})")
     if status != "solved":
-        success = await _bounded(_check(session, task), ctx, "the final success check", last)
+        success = await _bounded(_check(session, task), ctx, f"the final success check ({after})")
         status = "solved" if success else status
     if not out.steps:
         out.reject("episode", RejectReason.NO_STEPS, "the episode ended before its first step")
@@ -334,7 +343,7 @@ async def _steps(
     return "max_steps", "", success
 
 
-async def _bounded(awaitable: Awaitable[T], ctx: ShardContext, what: str, index: int) -> T:
+async def _bounded(awaitable: Awaitable[T], ctx: ShardContext, what: str) -> T:
     """The browser's part of a step, within `run.step_timeout_s`. The model's part is bounded by
     the engine client's own timeouts instead: queueing at a busy engine is not a hung page."""
     limit = ctx.config.run.step_timeout_s
@@ -342,7 +351,7 @@ async def _bounded(awaitable: Awaitable[T], ctx: ShardContext, what: str, index:
         async with asyncio.timeout(limit):
             return await awaitable
     except TimeoutError:
-        raise StepTimedOut(f"{what} of step {index} took over {limit:g}s") from None
+        raise StepTimedOut(f"{what} took over {limit:g}s") from None
 
 
 async def _step(
@@ -355,10 +364,10 @@ async def _step(
     index: int,
 ) -> tuple[bool, bool | None, str] | None:
     """observe → check → decide → validate → act → annotate: (done, success, answer)."""
-    obs = await _bounded(session.observe(), ctx, "observing", index)
+    obs = await _bounded(session.observe(), ctx, f"observing (step {index})")
     ctx.meter.add("screenshots")
     success = await _bounded(
-        _check(session, task, first=index == 0), ctx, "the success check", index
+        _check(session, task, first=index == 0), ctx, f"the success check (step {index})"
     )
     if success:
         decision = Decision(action=Done(), note="check passed")
@@ -371,7 +380,7 @@ async def _step(
     began = time.perf_counter()
     error = None
     if not isinstance(decision.action, Done):
-        error = await _bounded(session.act(decision.action), ctx, "acting", index)
+        error = await _bounded(session.act(decision.action), ctx, f"acting (step {index})")
     act_ms = (time.perf_counter() - began) * 1000
     out.steps.append(_step_row(out.ids, provenance, index, obs, decision, error, act_ms))
     ctx.meter.add("steps")

@@ -210,8 +210,9 @@ class EngineClient:
     ) -> None:
         """Steer `gate.limit` to `fraction` of the controller's total, reading /metrics every
         `interval_s` (jittered, so workers don't read in step). When the engine preempts and
-        more is in flight than the new limit, the newest requests are shed (aborted and queued
-        again here). Runs until cancelled; a failed read keeps the last limit."""
+        more is in flight than the new limit, the excess is shed (aborted and queued again
+        here; `PriorityGate.shed` picks which). Runs until cancelled; a failed read keeps the
+        last limit."""
         self.gate.limit = min(self.max_in_flight, math.ceil(controller.total * fraction))
         warned = False
         while True:

@@ -192,10 +192,11 @@ class PriorityGate:
             and ticket.sheds < MAX_SHEDS
         ]
         candidates.sort(key=lambda pair: -self._classes[pair[0].name][0])  # stable sort
-        for ticket, work in candidates[:count]:
+        chosen = candidates[: max(0, count)]
+        for ticket, work in chosen:
             ticket.shed = True
             work.cancel()
-        return min(count, len(candidates))
+        return len(chosen)
 
     async def _acquire(self, name: str) -> None:
         if self._room(name) and not self._served_first(name):

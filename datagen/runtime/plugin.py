@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import threading
+import traceback
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -88,6 +90,8 @@ class BrowserPlugin(WorkerPlugin):
         try:
             return future.result(timeout)
         except TimeoutError:
+            if future.done():  # the coroutine's own TimeoutError, not an overrun
+                raise
             log.error(
                 "overran %ss; what the browser loop is waiting on:\n%s", timeout, self.where()
             )
@@ -107,10 +111,15 @@ class BrowserPlugin(WorkerPlugin):
                 if task is not asyncio.current_task()
             )
 
+        asked = asyncio.run_coroutine_threadsafe(chains(), self.loop)
         try:
-            return asyncio.run_coroutine_threadsafe(chains(), self.loop).result(5)
-        except Exception as exc:  # the loop itself is blocked: say so
-            return f"(the loop did not answer: {type(exc).__name__})"
+            return asked.result(5)
+        except Exception:  # the loop itself is blocked (synchronous code): where, then
+            asked.cancel()
+            ident = self.thread.ident if self.thread is not None else None
+            frame = sys._current_frames().get(ident) if ident is not None else None
+            stack = "".join(traceback.format_stack(frame)) if frame is not None else ""
+            return "the loop itself is blocked, in:\n" + stack
 
     def teardown(self, worker: Any) -> None:
         if worker is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
+import time
 
 import psutil
 import pytest
@@ -152,3 +153,21 @@ def test_an_overrun_logs_where_the_loop_is_stuck(browser_plugin, caplog) -> None
         browser_plugin.run(stuck_on_purpose(), timeout=0.3)
     assert "stuck_on_purpose" in caplog.text and "> wait (" in caplog.text
     assert "stuck_on_purpose" not in browser_plugin.where()  # cancelled, not left running
+
+
+def test_overrun_log_names_a_blocked_loop_and_not_a_coroutines_own_timeout(
+    browser_plugin, caplog
+) -> None:  # type: ignore[no-untyped-def]
+    async def blocks_the_loop() -> None:
+        time.sleep(6)  # synchronous: the loop cannot answer where() (it waits 5 s)
+
+    async def times_out_itself() -> None:
+        await asyncio.wait_for(asyncio.sleep(5), 0.01)
+
+    with caplog.at_level(logging.ERROR, logger="datagen.runtime.plugin"):
+        with pytest.raises(TimeoutError):
+            browser_plugin.run(times_out_itself(), timeout=10)
+        assert "overran" not in caplog.text  # its own TimeoutError, raised at once
+        with pytest.raises(TimeoutError):
+            browser_plugin.run(blocks_the_loop(), timeout=0.3)
+    assert "the loop itself is blocked" in caplog.text and "in blocks_the_loop" in caplog.text

@@ -7,6 +7,7 @@ end exactly once, as an episode or as a reject with the reason its fault calls f
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -98,7 +99,9 @@ def test_every_task_ends_once_through_all_the_faults(tmp_path: Path) -> None:
         try:
             proc.wait(timeout=300)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            for process in [*descendants(proc.pid), proc]:  # workers and browsers too
+                with contextlib.suppress(psutil.Error, ProcessLookupError):
+                    process.kill()
             pytest.fail(
                 "the run hung; its log ends:\n" + (tmp_path / "run.log").read_text()[-4000:]
             )

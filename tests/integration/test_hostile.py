@@ -158,6 +158,23 @@ def test_browser_memory_admission_and_recycling(browser_plugin) -> None:  # type
     assert waited_alone < 0.5 and waited
 
 
+def test_an_episode_past_its_own_limit_is_a_timeout_episode(
+    browser_plugin, pages, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    config = make_config(
+        tmp_path,
+        policy={"type": "scripted"},
+        run={"episode_timeout_s": 1.5, "step_timeout_s": 30},
+    )
+    ctx = ShardContext(
+        config=config, run_id="r", host=browser_plugin.host, storage=LocalStorage(tmp_path / "o")
+    )
+    slow = task(pages, "huge", Wait(seconds=1), Wait(seconds=1), Wait(seconds=1))
+    browser_plugin.run(run_shard(6, [slow], ctx), timeout=60)
+    (reject,) = [r for r in read(tmp_path / "o", "rejects", 6) if r["stage"] != "grounding"]
+    assert (reject["stage"], reject["reason"]) == ("task", "timeout_episode")
+
+
 def test_only_the_episode_limit_is_a_timeout_episode(browser_plugin, pages, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """A TimeoutError from deeper down (a library's own wait) is not the episode running out of
     time: it is a browser error that says where it came from."""
@@ -166,8 +183,8 @@ def test_only_the_episode_limit_is_a_timeout_episode(browser_plugin, pages, tmp_
         config=config, run_id="r", host=browser_plugin.host, storage=LocalStorage(tmp_path / "o")
     )
 
-    async def stray() -> None:
-        raise TimeoutError
+    async def stray() -> None:  # a library's own wait running out, as asyncio raises it
+        await asyncio.wait_for(asyncio.sleep(5), 0.01)
 
     try:
         asyncio.run(stray())
