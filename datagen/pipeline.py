@@ -170,8 +170,13 @@ async def run_episode(task: TaskSpec, repeat: int, ctx: ShardContext) -> Episode
     try:
         async with limit, ctx.host.session() as session:
             opened.append(session)
-            await session.goto(ctx.resolve_url(task.start_url))
-            await _walk(session, task, policy, seed, started, out, ctx)
+            try:
+                await session.goto(ctx.resolve_url(task.start_url))
+                await _walk(session, task, policy, seed, started, out, ctx)
+            except PlaywrightError as exc:  # asked while the page is still open: is it hung?
+                if ctx.host.connected and await _hung(session, exc):
+                    raise StepTimedOut(f"the page stopped responding ({_first_line(exc)})") from exc
+                raise
     except EPISODE_FAILURES as exc:
         stage, reason, detail = await _failure(exc, opened, ctx, task, expired=limit.expired())
         out.reject(stage, reason, detail)
@@ -239,11 +244,23 @@ async def _failure(
         # the browser itself is gone (or going, e.g. a worker shutting down): fail the shard,
         # it is retried; a page that merely closed itself is the task's doing, below
         raise BrowserDied(f"browser died during task {task.id}") from exc
-    first_line = str(exc).splitlines()[0] if str(exc) else _origin(exc)
+    first_line = _first_line(exc)
     if opened and opened[0].events.crashed:
         return "episode", RejectReason.RENDERER_CRASH, f"the page's renderer crashed: {first_line}"
     log.warning("episode failed", extra={"task_id": task.id}, exc_info=exc)
     return "task", RejectReason.BROWSER_ERROR, f"{type(exc).__name__}: {first_line}"
+
+
+async def _hung(session: Session, exc: BaseException) -> bool:
+    """Did a browser call fail because the page's main thread is stuck (a script that never
+    yields)? Chromium then sometimes answers a screenshot with an error instead of waiting."""
+    if _closed(exc) or session.events.crashed:
+        return False
+    return not await session.answers()
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else _origin(exc)
 
 
 def _origin(exc: BaseException) -> str:

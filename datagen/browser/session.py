@@ -342,6 +342,14 @@ class Session:
             observe_ms=(time.perf_counter() - start) * 1000,
         )
 
+    async def answers(self, timeout_s: float = 2.0) -> bool:
+        """Does the page's main thread run a script within `timeout_s`? (No: it is hung.)"""
+        try:
+            await asyncio.wait_for(self.page.evaluate("1"), timeout_s)
+        except Exception:
+            return False
+        return True
+
     async def _vet(self, url: str) -> str | None:
         if self.guard is None:
             return None

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Error as PlaywrightError
 
-from datagen.pipeline import ShardContext, _failure, run_shard
+from datagen.pipeline import ShardContext, _failure, _hung, run_shard
 from datagen.records import Click, RejectReason, SuccessCheck, TaskSpec, Wait
 from datagen.sink.storage import LocalStorage
 from tests.conftest import make_config
@@ -196,3 +196,20 @@ def test_only_the_episode_limit_is_a_timeout_episode(browser_plugin, pages, tmp_
     assert detail.startswith("TimeoutError: at ") and "in stray" in detail
     _, reason, _ = browser_plugin.run(_failure(error, [], ctx, spec, expired=True))
     assert reason == RejectReason.TIMEOUT_EPISODE
+
+
+def test_an_error_on_a_page_stuck_in_a_script_counts_as_a_hung_page(browser_plugin, pages) -> None:  # type: ignore[no-untyped-def]
+    """Chromium sometimes answers a screenshot of a page stuck in a script with an error
+    ("Unable to capture screenshot") instead of waiting: that is a hung page (timeout_step),
+    not a browser error. A page that still runs scripts is not hung."""
+    host = browser_plugin.host
+    error = PlaywrightError("Protocol error (Page.captureScreenshot): Unable to capture screenshot")
+
+    async def scenario(name: str) -> bool:
+        async with host.session() as session:
+            await session.goto(f"{pages.base_url}hostile/{name}.html")
+            await asyncio.sleep(0.6)  # spin-onload starts its endless loop 300 ms after load
+            return await _hung(session, error)
+
+    assert browser_plugin.run(scenario("spin-onload"), timeout=60) is True
+    assert browser_plugin.run(scenario("huge"), timeout=60) is False
