@@ -147,6 +147,18 @@ class Element(Frozen):
     hit: bool = Field(description="the box centre hit-tests to this element (not occluded)")
     editable: bool = False
     checked: bool | None = None
+    name_source: str = Field(
+        "",
+        description="where `name` came from: aria-label, labelledby, label, content, alt, "
+        "title, placeholder, nearby (visible text beside an unlabeled field), field-name",
+    )
+    context: str = Field(
+        "", description="nearest visible heading, legend or labelled region around the element"
+    )
+    href: str = Field("", description="absolute URL a link leads to; empty for other elements")
+    stable: bool = Field(
+        True, description="the box was the same before and after the screenshot was taken"
+    )
 
 
 class Observation(Frozen):
@@ -163,6 +175,11 @@ class Observation(Frozen):
     device_scale_factor: float
     elements: tuple[Element, ...]
     observe_ms: float = 0.0
+    settle_ms: float = Field(0.0, description="time waited for the page to hold still first")
+    stable: bool = Field(
+        True, description="every element's box was the same before and after the screenshot"
+    )
+    retakes: int = Field(0, description="observations retaken because the page moved")
 
 
 class ModelTrace(Frozen):
@@ -221,6 +238,11 @@ class RejectReason(StrEnum):
     BOX_OUTSIDE_IMAGE = "box_outside_image"
     BOX_TOO_SMALL = "box_too_small"
     NO_REFERRING_EXPRESSION = "no_referring_expression"
+    AMBIGUOUS_EXPRESSION = "ambiguous_expression"
+    UNSTABLE_BOX = "unstable_box"
+    OFF_SCOPE = "off_scope"
+    ERROR_PAGE = "error_page"
+    BLANK_PAGE = "blank_page"
 
 
 class ImageData(Frozen):
@@ -280,6 +302,12 @@ class StepRow(Provenance, RowBase):
     n_elements: int
     observe_ms: float
     act_ms: float
+    settle_ms: float | None = Field(None, description="time waited for the page to hold still")
+    observation_stable: bool | None = Field(
+        None,
+        description="screenshot and element boxes agree (false: some boxes moved while it was "
+        "taken; their grounding rows were rejected as unstable_box)",
+    )
     model: str | None = Field(None, description="served model name (vlm policy)")
     model_standin: bool | None = Field(
         None, description="true: the engine was datagen's stand-in, not a model"
@@ -332,6 +360,11 @@ class GroundingRow(RowBase):
     step_index: int
     element_index: int
     referring_expression: str
+    expression_kind: str = Field(
+        "",
+        description="what singles the element out: name | label | placeholder | nearby | "
+        "field-name | context (nearest heading) | position (ordinal among same-named ones)",
+    )
     role: str
     tag: str
     name: str
