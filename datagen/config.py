@@ -109,6 +109,20 @@ class BrowserConfig(Section):
     settle_ms: int = Field(
         120, ge=0, le=10_000, description="pause after an action for the page to react"
     )
+    settle_quiet_ms: int = Field(
+        80,
+        ge=0,
+        le=5_000,
+        description="before each observation: no DOM change and no new request for this long "
+        "(then a painted frame), so the screenshot and the element boxes show one moment",
+    )
+    settle_timeout_ms: int = Field(
+        1500,
+        ge=0,
+        le=30_000,
+        description="give up waiting for a quiet page after this (pages that animate or poll); "
+        "boxes that still move across the screenshot are flagged and not grounded",
+    )
     extra_args: list[str] = Field(default_factory=list, description="more Chromium switches")
     recycle_after_episodes: int = Field(
         200,

@@ -4,10 +4,15 @@
 
 Boxes come from `getBoundingClientRect` (CSS px, clipped to the viewport) and are converted
 to screenshot pixels and to [0, 1]. The referring expression is built from the accessible
-name, visible text, placeholder and role, the way a person would point at the element.
+name, visible text, placeholder and role, the way a person would point at the element, and
+made unique within the screenshot (by the nearest heading, else by order).
 """
 
 from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from datagen.records import Element, GroundingRow, Observation
 
@@ -24,24 +29,138 @@ ROLE_NOUNS = {
     "combobox": "drop-down",
     "listbox": "list",
     "menuitem": "menu item",
+    "menuitemcheckbox": "menu item",
+    "menuitemradio": "menu item",
     "option": "option",
     "slider": "slider",
+    "treeitem": "tree item",
+    "img": "image",
 }
+# Elements without a role (listener-only spans, divs, SVG shapes): named by what they look like.
+TAG_NOUNS = {"li": "list item", "td": "cell", "tr": "row", "img": "image", "label": "label"}
+SVG_TAGS = {"svg", "path", "rect", "circle", "ellipse", "polygon", "polyline", "line", "g", "use"}
+# What singles an element out, by where its words came from (`Element.name_source`).
+KIND_BY_SOURCE = {
+    "aria-label": "name",
+    "labelledby": "label",
+    "label": "label",
+    "content": "name",
+    "alt": "name",
+    "title": "name",
+    "nearby": "nearby",
+    "field-name": "field-name",
+}
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth")
+ROW_PX = 8  # elements whose tops are this close read as one line (reading order: rows, then x)
+
+
+@dataclass(frozen=True)
+class Expression:
+    """The parts of `the second checked "Remember me" checkbox under "Sign in"`."""
+
+    noun: str
+    label: str = ""
+    state: str = ""
+    placeholder: str = ""
+    field_name: str = ""
+    kind: str = ""
+
+    def render(self, ordinal: int = 0, context: str = "") -> str:
+        words = ["the"]
+        if ordinal:
+            words.append(ORDINALS[ordinal - 1] if ordinal <= len(ORDINALS) else f"{ordinal}th")
+        if self.state:
+            words.append(self.state)
+        if self.label:
+            words.append(f'"{self.label}"')
+        words.append(self.noun)
+        if self.placeholder:
+            words.append(f'with placeholder "{self.placeholder}"')
+        elif self.field_name:
+            words.append(f'named "{self.field_name}"')
+        if context:
+            words.append(f'under "{context}"')
+        return " ".join(words)
+
+
+def _noun(element: Element) -> str:
+    if element.role in ROLE_NOUNS:
+        return ROLE_NOUNS[element.role]
+    if element.tag in SVG_TAGS:
+        return "graphic"
+    return TAG_NOUNS.get(element.tag, "element")
+
+
+def base_expression(element: Element) -> Expression | None:
+    """How a person would point at the element from its own words alone; None if it has none.
+    Built only from what the screenshot shows (never ids, classes or a checkbox's `value`), or,
+    for an unlabeled field, its `name` attribute (kind `field-name`, filterable)."""
+    noun = _noun(element)
+    state = ""
+    if element.checked is not None:
+        state = "checked" if element.checked else "unchecked"
+    source = element.name_source or "content"
+    if element.name and source != "field-name":
+        return Expression(noun, label=element.name, state=state, kind=KIND_BY_SOURCE[source])
+    if element.placeholder:
+        return Expression(noun, placeholder=element.placeholder, kind="placeholder")
+    if element.name:
+        return Expression(noun, field_name=element.name, kind="field-name")
+    if element.text and element.editable:  # a filled field with nothing else: its content
+        return Expression(noun, label=element.text, state=state, kind="value")
+    if element.text:
+        return Expression(noun, label=element.text, state=state, kind="name")
+    return None
 
 
 def referring_expression(element: Element) -> str:
     """`the "Add to cart" button`, `the search box with placeholder "Search products"`; "" if
-    the element has nothing a person could refer to it by."""
-    noun = ROLE_NOUNS.get(element.role, "element")
-    label = element.name or element.text
-    if label:
-        state = ""
-        if element.checked is not None:
-            state = "checked " if element.checked else "unchecked "
-        return f'the {state}"{label}" {noun}'
-    if element.placeholder:
-        return f'the {noun} with placeholder "{element.placeholder}"'
-    return ""
+    the element has nothing a person could refer to it by. Not yet unique: see `expressions`."""
+    expression = base_expression(element)
+    return expression.render() if expression else ""
+
+
+def expressions(elements: Sequence[Element]) -> dict[int, tuple[str, str]]:
+    """A referring expression for each element, unique within the screenshot, and its kind.
+
+    Elements that would read the same are told apart by their context (the nearest heading,
+    legend or labelled region: `the "Submit" button under "Sign in"`), else by their place in
+    reading order among the same-named ones on screen (`the second "Edit" button`, kind
+    `position`). Elements with no words of their own get "" (rejected downstream).
+    """
+    bases = {e.index: base_expression(e) for e in elements}
+    groups: dict[str, list[Element]] = defaultdict(list)
+    out: dict[int, tuple[str, str]] = {}
+    for e in elements:
+        base = bases[e.index]
+        if base is None:
+            out[e.index] = ("", "")
+        else:
+            groups[base.render().lower()].append(e)
+    for group in groups.values():
+        if len(group) == 1:
+            base = bases[group[0].index]
+            assert base is not None
+            out[group[0].index] = (base.render(), base.kind)
+            continue
+        by_context: dict[str, list[Element]] = defaultdict(list)
+        for e in group:
+            by_context[e.context.lower()].append(e)
+        for context, members in by_context.items():
+            ranked = _reading_order(members if context else group)
+            for e in members:
+                base = bases[e.index]
+                assert base is not None
+                if context and len(members) == 1:
+                    out[e.index] = (base.render(context=e.context), "context")
+                else:
+                    position = ranked.index(e) + 1
+                    out[e.index] = (base.render(position, e.context if context else ""), "position")
+    return out
+
+
+def _reading_order(elements: list[Element]) -> list[Element]:
+    return sorted(elements, key=lambda e: (round(e.box.y / ROW_PX), e.box.x, e.box.y))
 
 
 def grounding_rows(
@@ -58,6 +177,7 @@ def grounding_rows(
     """One row per visible interactive element (at most `limit`), validity decided later."""
     scale = obs.device_scale_factor
     width, height = obs.image_width, obs.image_height
+    named = expressions(obs.elements)
     rows = []
     for element in obs.elements[:limit]:
         b = element.box
@@ -71,7 +191,8 @@ def grounding_rows(
                 browser_version=browser_version,
                 step_index=step_index,
                 element_index=element.index,
-                referring_expression=referring_expression(element),
+                referring_expression=named[element.index][0],
+                expression_kind=named[element.index][1],
                 role=element.role,
                 tag=element.tag,
                 name=element.name,

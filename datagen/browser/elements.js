@@ -1,62 +1,193 @@
-// Visible interactive elements of the viewport, in one round trip (asking Playwright for
-// boxes one element at a time costs ~8 ms each). Boxes are CSS px, clipped to the viewport.
-// `hit`: elementFromPoint at the box centre lands on the element (or inside it, or on one of
-// its labels), i.e. a click there reaches it: occluded elements are not hit.
-// Also returns the scroll offset, which the screenshot clip needs (CDP clips are in document px).
+// The elements a user can click or type into, as they appear in the viewport, in one round trip
+// (asking Playwright for boxes one element at a time costs ~8 ms each). Boxes are CSS px of the
+// top-level viewport, clipped to it.
+//
+// What counts: native controls, ARIA widgets, [onclick]/tabindex/contenteditable, elements that
+// got a click listener through addEventListener (page_init.js records them), the outermost
+// element of a `cursor: pointer` region, SVG shapes with listeners; inside open shadow roots
+// (recursively) and same-origin iframes (boxes offset into the top page). A native checkbox or
+// radio that is drawn invisible (opacity 0, clipped, display: none) under a styled label is
+// grounded as its visible label, which is what a user sees and clicks.
+// `hit`: a click at the box centre reaches the element (the deepest element at that point, through
+// shadow roots and frames, is it, inside it, or one of its labels). A link wrapped onto two lines
+// is boxed by the line whose centre is hit, not by the union, whose centre falls between lines.
+// The elements are kept (under a Symbol key) so that stability.js can re-measure their boxes after
+// the screenshot.
 ({ maxElements, asJson }) => {
-  const SELECTOR = [
+  const KEY = Symbol.for('datagen.page');
+  const SCAN = Symbol.for('datagen.scan');
+  const NATIVE = [
     'a[href]', 'button', 'input:not([type=hidden])', 'select', 'textarea', 'summary',
-    '[role=button]', '[role=link]', '[role=tab]', '[role=checkbox]', '[role=switch]',
-    '[role=menuitem]', '[role=option]', '[role=radio]', '[role=combobox]', '[role=textbox]',
-    '[role=searchbox]', '[role=slider]', '[onclick]', '[tabindex]:not([tabindex="-1"])',
-    '[contenteditable=""]', '[contenteditable=true]',
+    '[contenteditable=""]', '[contenteditable=true]', '[contenteditable=plaintext-only]',
   ].join(',');
-  const vw = window.innerWidth, vh = window.innerHeight;
-  const clean = (s, n) => (s || '').replace(/\s+/g, ' ').trim().slice(0, n || 200);
+  const ARIA = [
+    'button', 'link', 'tab', 'checkbox', 'switch', 'menuitem', 'menuitemcheckbox',
+    'menuitemradio', 'option', 'radio', 'combobox', 'textbox', 'searchbox', 'slider',
+    'spinbutton', 'treeitem',
+  ];
+  const EXTRA = ARIA.map((r) => `[role=${r}]`).concat(['[onclick]', '[tabindex]:not([tabindex="-1"])']).join(',');
+  const HEADINGS = 'h1,h2,h3,h4,h5,h6,[role=heading],legend,caption';
+  const FIELD_TAGS = new Set(['input', 'textarea', 'select']);
+  const TOGGLES = new Set(['checkbox', 'radio']);
   const INPUT_ROLES = {
-    button: 'button', submit: 'button', reset: 'button', image: 'button', checkbox: 'checkbox',
-    radio: 'radio', range: 'slider', search: 'searchbox', email: 'textbox', tel: 'textbox',
-    url: 'textbox', text: 'textbox', password: 'textbox', number: 'spinbutton', date: 'textbox',
+    button: 'button', submit: 'button', reset: 'button', image: 'button', file: 'button',
+    checkbox: 'checkbox', radio: 'radio', range: 'slider', search: 'searchbox', email: 'textbox',
+    tel: 'textbox', url: 'textbox', text: 'textbox', password: 'textbox', number: 'spinbutton',
+    date: 'textbox', color: 'button',
   };
-  const roleOf = (el) => {
+  const top = window;
+  const vw = top.innerWidth, vh = top.innerHeight;
+  const clean = (s, n) => (s || '').replace(/\s+/g, ' ').trim().slice(0, n || 200);
+  const parentOf = (n) => n.parentElement || (n.parentNode && n.parentNode.host) || null;
+  const within = (el, at) => {  // `at` is `el` or inside it, through shadow roots
+    for (let n = at; n; n = n.assignedSlot || n.parentNode || n.host) if (n === el) return true;
+    return false;
+  };
+  const visible = (el) => {
+    if (el.checkVisibility) {
+      return el.checkVisibility({ opacityProperty: true, visibilityProperty: true });
+    }
+    const st = getComputedStyle(el);
+    return st.visibility !== 'hidden' && st.display !== 'none' && parseFloat(st.opacity) !== 0;
+  };
+
+  // --- names -------------------------------------------------------------------------------
+  const textOf = (node, skip) => {  // visible text of `node`, without `skip`'s subtree
+    if (!skip || !node.contains(skip)) return clean(node.innerText || node.textContent);
+    let out = '';
+    const walk = (n) => {
+      if (n === skip) return;
+      if (n.nodeType === 3) out += n.textContent + ' ';
+      else for (const c of n.childNodes) walk(c);
+    };
+    walk(node);
+    return clean(out);
+  };
+  const graphicName = (el) => {  // an icon's own words: img alt, svg <title>, aria-label inside
+    for (const g of el.querySelectorAll('img[alt], svg, [aria-label]')) {
+      const t = g.tagName.toLowerCase() === 'img' ? g.getAttribute('alt')
+        : g.getAttribute('aria-label') || (g.querySelector('title') || {}).textContent;
+      if (clean(t)) return clean(t);
+    }
+    return '';
+  };
+  const nearbyText = (el) => {  // visible text just before an unlabeled field, in its cell/row
+    for (let n = el, depth = 0; n && depth < 3; n = parentOf(n), depth += 1) {
+      for (let s = n.previousSibling; s; s = s.previousSibling) {
+        if (s.nodeType === 1 && (s.matches(NATIVE) || s.querySelector(NATIVE))) break;
+        const t = clean(s.nodeType === 3 ? s.textContent : s.innerText, 80);
+        if (t) return t.replace(/[:*]+$/, '').trim();
+      }
+    }
+    return '';
+  };
+  const nameOf = (el, tag, role, label) => {  // [name, where it came from]
+    const root = el.getRootNode();
+    const by = el.getAttribute('aria-labelledby');
+    if (by) {
+      const t = by.split(/\s+/).map((id) => root.getElementById ? root.getElementById(id)
+        : document.getElementById(id)).filter(Boolean).map((n) => textOf(n)).join(' ');
+      if (clean(t)) return [clean(t), 'labelledby'];
+    }
+    const aria = el.getAttribute('aria-label');
+    if (clean(aria)) return [clean(aria), 'aria-label'];
+    const labels = label ? [label] : [...(el.labels || [])];
+    const fromLabels = clean(labels.map((l) => textOf(l, el)).join(' '));
+    if (fromLabels) return [fromLabels, 'label'];
+    if (tag === 'input' && ['button', 'submit', 'reset'].includes(el.type) && clean(el.value)) {
+      return [clean(el.value), 'content'];
+    }
+    if ((tag === 'img' || (tag === 'input' && el.type === 'image')) && clean(el.alt)) {
+      return [clean(el.alt), 'alt'];
+    }
+    if (el instanceof SVGElement) {
+      const t = el.querySelector('title');
+      if (t && clean(t.textContent)) return [clean(t.textContent), 'alt'];
+      if (clean(el.textContent)) return [clean(el.textContent), 'content'];
+    } else if (!FIELD_TAGS.has(tag)) {
+      const t = clean(el.innerText);
+      if (t) return [t, 'content'];
+      const g = graphicName(el);
+      if (g) return [g, 'alt'];
+    }
+    if (clean(el.getAttribute('title'))) return [clean(el.getAttribute('title')), 'title'];
+    if (FIELD_TAGS.has(tag) || role === 'textbox' || role === 'searchbox') {
+      if (clean(el.getAttribute('placeholder'))) return ['', ''];  // the expression says it
+      const near = nearbyText(el);
+      if (near) return [near, 'nearby'];
+      const field = clean((el.getAttribute('name') || '').replace(/[_\-.[\]]+/g, ' '));
+      if (field && /[a-z]/i.test(field)) return [field.toLowerCase(), 'field-name'];
+    }
+    return ['', ''];
+  };
+  const roleOf = (el, tag) => {
     const explicit = el.getAttribute('role');
     if (explicit) return explicit.split(' ')[0];
-    const tag = el.tagName.toLowerCase();
-    if (tag === 'a') return 'link';
+    if (tag === 'a') return el.hasAttribute('href') ? 'link' : 'generic';
     if (tag === 'button' || tag === 'summary') return 'button';
     if (tag === 'select') return el.multiple ? 'listbox' : 'combobox';
     if (tag === 'textarea') return 'textbox';
     if (tag === 'input') return INPUT_ROLES[(el.type || 'text').toLowerCase()] || 'textbox';
     if (el.isContentEditable) return 'textbox';
+    if (tag === 'img') return 'img';
     return 'generic';
   };
-  const nameOf = (el) => {
-    const aria = el.getAttribute('aria-label');
-    if (aria && aria.trim()) return clean(aria);
-    const by = el.getAttribute('aria-labelledby');
-    if (by) {
-      const t = by.split(/\s+/).map((id) => document.getElementById(id))
-        .filter(Boolean).map((n) => n.innerText || n.textContent).join(' ');
-      if (clean(t)) return clean(t);
+
+  // --- where things are ----------------------------------------------------------------------
+  const deepAt = (doc, x, y) => {  // the deepest element at (x, y), through open shadow roots
+    let at = doc.elementFromPoint(x, y);
+    while (at && at.shadowRoot) {
+      const inner = at.shadowRoot.elementFromPoint(x, y);
+      if (!inner || inner === at) break;
+      at = inner;
     }
-    if (el.labels && el.labels.length) {
-      const t = [...el.labels].map((l) => l.innerText || l.textContent).join(' ');
-      if (clean(t)) return clean(t);
-    }
-    const tag = el.tagName.toLowerCase();
-    if (tag === 'input' && ['button', 'submit', 'reset'].includes(el.type)) return clean(el.value);
-    if (tag === 'img' || el.getAttribute('alt')) return clean(el.getAttribute('alt'));
-    if (!['input', 'textarea', 'select'].includes(tag)) {
-      const t = clean(el.innerText || el.textContent);
-      if (t) return t;
-    }
-    return clean(el.getAttribute('title') || el.getAttribute('placeholder'));
+    return at;
   };
-  const selectorOf = (el) => {
+  // frames: [{el: iframe, doc: its document, dx, dy: offset of its content in top CSS px}]
+  const reaches = (el, frames, x, y, extra) => {  // does a click at top (x, y) reach `el`?
+    let doc = top.document, dx = 0, dy = 0;
+    for (const f of frames) {
+      const at = deepAt(doc, x - dx, y - dy);
+      if (at !== f.el) return false;
+      doc = f.doc; dx = f.dx; dy = f.dy;
+    }
+    const at = deepAt(doc, x - dx, y - dy);
+    if (!at) return false;
+    if (within(el, at) || (extra && within(extra, at))) return true;
+    if (el.labels && [...el.labels].some((l) => within(l, at))) return true;
+    // slotted content: the hit lands on the host whose shadow tree holds `el` around a <slot>
+    return !!(at.shadowRoot && at.shadowRoot.contains(el) && el.querySelector('slot'));
+  };
+  const clip = (r, dx, dy) => {
+    const x1 = Math.max(0, r.left + dx), y1 = Math.max(0, r.top + dy);
+    const x2 = Math.min(vw, r.right + dx), y2 = Math.min(vh, r.bottom + dy);
+    return x2 - x1 >= 1 && y2 - y1 >= 1 ? { x: x1, y: y1, width: x2 - x1, height: y2 - y1 } : null;
+  };
+  // The box a click should aim at: the element's own box, or for a wrapped inline element the
+  // first of its line boxes whose centre reaches it. null: nothing of it is in the viewport.
+  const place = (el, frames, extra) => {
+    const f = frames.length ? frames[frames.length - 1] : { dx: 0, dy: 0 };
+    const own = clip(el.getBoundingClientRect(), f.dx, f.dy);
+    if (!own) return null;
+    const centre = (b) => [b.x + b.width / 2, b.y + b.height / 2];
+    if (reaches(el, frames, ...centre(own), extra)) return { box: own, hit: true, rect: -1 };
+    const rects = el.getClientRects();
+    if (rects.length > 1) {
+      for (let i = 0; i < rects.length; i += 1) {
+        const b = clip(rects[i], f.dx, f.dy);
+        if (b && b.width >= 2 && b.height >= 2 && reaches(el, frames, ...centre(b), extra)) {
+          return { box: b, hit: true, rect: i };
+        }
+      }
+    }
+    return { box: own, hit: false, rect: -1 };
+  };
+  const selectorIn = (el) => {  // a CSS path within el's own document or shadow root
+    const root = el.getRootNode();
     const parts = [];
-    let node = el;
-    while (node && node.nodeType === 1 && node !== document.documentElement) {
-      if (node.id && document.querySelectorAll('#' + CSS.escape(node.id)).length === 1) {
+    for (let node = el; node && node.nodeType === 1; node = node.parentElement) {
+      if (node === root.documentElement) break;
+      if (node.id && root.querySelectorAll('#' + CSS.escape(node.id)).length === 1) {
         parts.unshift('#' + CSS.escape(node.id));
         break;
       }
@@ -64,49 +195,158 @@
       for (let s = node.previousElementSibling; s; s = s.previousElementSibling) {
         if (s.tagName === node.tagName) nth += 1;
       }
-      parts.unshift(node.tagName.toLowerCase() + ':nth-of-type(' + nth + ')');
-      node = node.parentElement;
+      parts.unshift(CSS.escape(node.tagName.toLowerCase()) + ':nth-of-type(' + nth + ')');
     }
     return parts.join(' > ');
   };
-  const out = [];
-  for (const el of document.querySelectorAll(SELECTOR)) {
-    if (out.length >= maxElements) break;
-    if (el.disabled) continue;
-    const r = el.getBoundingClientRect();
-    if (r.width < 1 || r.height < 1) continue;
-    if (r.right <= 0 || r.bottom <= 0 || r.left >= vw || r.top >= vh) continue;
-    const st = getComputedStyle(el);
-    if (st.visibility === 'hidden' || st.display === 'none' || parseFloat(st.opacity) === 0) continue;
-    const x1 = Math.max(0, r.left), y1 = Math.max(0, r.top);
-    const x2 = Math.min(vw, r.right), y2 = Math.min(vh, r.bottom);
-    const at = document.elementFromPoint((x1 + x2) / 2, (y1 + y2) / 2);
-    const hit = !!at && (at === el || el.contains(at) ||
-      (!!el.labels && [...el.labels].some((l) => l.contains(at))));
+
+  // --- the walk -----------------------------------------------------------------------------
+  const candidates = [];  // {el, frames, path, how, proxyOf}
+  const seenControls = new Set();
+  const consider = (el, frames, path, win, pointerParent) => {
     const tag = el.tagName.toLowerCase();
-    const role = roleOf(el);
+    const state = win[KEY];
+    let how = '';
+    if (el.matches(NATIVE)) how = 'native';
+    else if (el.matches(EXTRA)) how = 'aria';
+    else if ((state && state.listeners.has(el)) || typeof el.onclick === 'function') how = 'listener';
+    let pointer = false;
+    if (!how || how === 'listener') {
+      const cursor = win.getComputedStyle(el).cursor;
+      pointer = cursor === 'pointer';
+      if (!how && pointer && !pointerParent) how = 'pointer';
+    } else {
+      pointer = true;  // controls' insides inherit their cursor: not new targets
+    }
+    if (how === 'listener' && (tag === 'body' || tag === 'html')) how = '';
+    if (tag === 'label' && el.control) how = '';  // the control is the target (or its proxy)
+    if (how) candidates.push({ el, frames, path, how, win });
+    return pointer;
+  };
+  const walk = (root, frames, path, win, pointerParent) => {
+    for (const el of root.children) {
+      if (candidates.length > maxElements * 8) return;
+      const pointer = consider(el, frames, path, win, pointerParent);
+      if (el.shadowRoot) {
+        walk(el.shadowRoot, frames, path + selectorIn(el) + ' >> ', win, pointer);
+      }
+      if (el.tagName === 'IFRAME' || el.tagName === 'FRAME') {
+        let doc = null;
+        try { doc = el.contentDocument; } catch (e) { doc = null; }  // cross-origin: not ours
+        if (doc && doc.documentElement) {
+          const r = el.getBoundingClientRect();
+          const f = frames.length ? frames[frames.length - 1] : { dx: 0, dy: 0 };
+          const cs = getComputedStyle(el);
+          const dx = f.dx + r.left + el.clientLeft + parseFloat(cs.paddingLeft);
+          const dy = f.dy + r.top + el.clientTop + parseFloat(cs.paddingTop);
+          const inner = [...frames, { el, doc, dx, dy }];
+          const where = path + selectorIn(el) + ' >> internal:control=enter-frame >> ';
+          walk(doc.documentElement, inner, where, doc.defaultView || win, false);
+        }
+      }
+      walk(el, frames, path, win, pointer);
+    }
+  };
+  walk(top.document, [], '', top, false);
+
+  // A listener or pointer region that holds other targets is a container (a card, a delegated
+  // list), not a target itself; one that covers most of the viewport (an app root, a backdrop)
+  // is not a label anyone would use.
+  const targets = new Set(candidates.map((c) => c.el));
+  const chosen = candidates.filter((c) => {
+    if (c.how !== 'listener' && c.how !== 'pointer') return true;
+    for (const other of targets) if (other !== c.el && within(c.el, other)) return false;
+    const r = c.el.getBoundingClientRect();
+    return r.width * r.height < vw * vh / 4;
+  });
+
+  const out = [];
+  const sources = [];  // the element each entry of `out` describes (for its context)
+  const live = [];
+  for (const c of chosen) {
+    if (out.length >= maxElements) break;
+    const el = c.el;
+    if (el.disabled) continue;
+    const tag = el.tagName.toLowerCase();
+    let shown = el, label = null;
+    if (!visible(el)) {
+      // An invisible checkbox or radio drawn by its label: ground the label a user clicks.
+      if (!(tag === 'input' && TOGGLES.has(el.type))) continue;
+      label = [...(el.labels || [])].find((l) => visible(l)) || null;
+      if (!label) continue;
+      shown = label;
+    } else if (tag === 'input' && TOGGLES.has(el.type)) {
+      const r = el.getBoundingClientRect();
+      const l = [...(el.labels || [])].find((x) => visible(x));
+      if (l && (r.width < 4 || r.height < 4)) { label = l; shown = l; }  // clipped to a dot
+    }
+    if (seenControls.has(shown)) continue;
+    seenControls.add(shown);
+    const placed = place(shown, c.frames, shown === el ? null : el);
+    if (!placed) continue;
+    const role = roleOf(el, tag);
+    const [name, source] = nameOf(el, tag, role, label);
     const checkable = role === 'checkbox' || role === 'radio' || role === 'switch';
+    const textual = tag === 'textarea' || (tag === 'input' && !TOGGLES.has(el.type) &&
+      !['button', 'submit', 'reset', 'image', 'file', 'range', 'color'].includes(el.type));
+    const frame = c.frames.length ? c.frames[c.frames.length - 1] : { dx: 0, dy: 0 };
+    const rectIndex = placed.rect;
+    live.push(() => {  // the same box, measured again (stability.js)
+      if (!shown.isConnected) return null;
+      const rs = rectIndex >= 0 ? shown.getClientRects() : null;
+      const r = rs && rs[rectIndex] ? rs[rectIndex] : shown.getBoundingClientRect();
+      return clip(r, frame.dx, frame.dy);
+    });
+    sources.push(el);
     out.push({
       index: out.length,
       tag,
       role,
-      name: nameOf(el),
-      text: clean(String(el.innerText || el.value || ''), 120),
+      name,
+      name_source: source,
+      text: textual ? clean(el.value, 120) : (FIELD_TAGS.has(tag) ? '' : clean(el.innerText || el.textContent, 120)),
       placeholder: clean(el.getAttribute('placeholder')),
       input_type: tag === 'input' ? (el.type || 'text') : '',
-      selector: selectorOf(el),
-      box: { x: x1, y: y1, width: x2 - x1, height: y2 - y1 },
-      hit,
+      selector: c.path + selectorIn(shown),
+      box: placed.box,
+      hit: placed.hit,
       editable: ['textbox', 'searchbox', 'spinbutton'].includes(role) || el.isContentEditable,
       checked: checkable
         ? (el.checked !== undefined ? !!el.checked : el.getAttribute('aria-checked') === 'true')
         : null,
+      href: tag === 'a' && el.href ? String(el.href) : '',
+      context: '',
     });
   }
-  // As one JSON string: Playwright validates every nested value of an object result in Python
-  // (~5 ms a step for a few hundred elements); a string is one value, parsed in Rust by pydantic.
-  // The page's own JSON (a toJSON override, a replaced stringify) can spoil the string: then the
-  // caller asks again for the object.
-  const result = { scrollX: window.scrollX, scrollY: window.scrollY, elements: out };
+
+  // Context (nearest heading, legend or labelled region) only where two elements would
+  // otherwise read the same: it costs a search per ancestor.
+  const keyOf = (e) => e.role + '|' + (e.name || e.text || e.placeholder).toLowerCase();
+  const counts = new Map();
+  for (const e of out) counts.set(keyOf(e), (counts.get(keyOf(e)) || 0) + 1);
+  const contextOf = (el) => {
+    for (let a = parentOf(el), depth = 0; a && depth < 12; a = parentOf(a), depth += 1) {
+      if (a.nodeType !== 1) continue;
+      const own = a.getAttribute('aria-label');
+      if (own && /^(form|section|nav|aside|dialog|fieldset|article|header|footer)$/i.test(a.tagName)) {
+        return clean(own, 80);
+      }
+      let best = null;
+      for (const h of a.querySelectorAll(HEADINGS)) {
+        if (h.contains(el)) continue;
+        if (h.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) best = h;
+      }
+      if (best && clean(best.innerText || best.textContent)) {
+        return clean(best.innerText || best.textContent, 80);
+      }
+    }
+    return '';
+  };
+  out.forEach((e, i) => {
+    if (counts.get(keyOf(e)) > 1) e.context = contextOf(sources[i]);
+  });
+
+  const result = { scrollX: top.scrollX, scrollY: top.scrollY, elements: out };
+  Object.defineProperty(top, SCAN, { value: live, configurable: true, enumerable: false });
   return asJson ? JSON.stringify(result) : result;
 }

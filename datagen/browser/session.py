@@ -27,9 +27,11 @@ from playwright.async_api import (
     CDPSession,
     Page,
     Playwright,
+    Request,
     Response,
     async_playwright,
 )
+from playwright.async_api import Error as PlaywrightError
 from pydantic import BaseModel, ValidationError
 
 from datagen.browser.actions import execute
@@ -38,11 +40,18 @@ from datagen.browser.guard import UrlGuard
 from datagen.browser.hostile import PageEvents, harden
 from datagen.browser.launch import find_executable, launch_options
 from datagen.config import BrowserConfig
-from datagen.records import Action, Element, Goto, Observation, SuccessCheck
+from datagen.records import Action, Box, Element, Goto, Observation, SuccessCheck
 
 log = logging.getLogger(__name__)
-ELEMENTS_JS = (Path(__file__).parent / "elements.js").read_text(encoding="utf-8")
+_HERE = Path(__file__).parent
+ELEMENTS_JS = (_HERE / "elements.js").read_text(encoding="utf-8")
+PAGE_INIT_JS = (_HERE / "page_init.js").read_text(encoding="utf-8")
+SETTLE_JS = (_HERE / "settle.js").read_text(encoding="utf-8")
+STABILITY_JS = (_HERE / "stability.js").read_text(encoding="utf-8")
 MAX_ELEMENTS = 400
+MOVED_PX = 1.0  # a box that shifted more than this between scan and screenshot disagrees with it
+RETAKES = 1  # observations retaken when something moved, before its boxes are flagged
+LONG_REQUEST_S = 2.0  # a request open longer than this is a poll or a stream, not loading
 
 
 class _Scan(BaseModel):
@@ -51,6 +60,14 @@ class _Scan(BaseModel):
     scrollX: float
     scrollY: float
     elements: tuple[Element, ...]
+
+
+class _Remeasure(BaseModel):
+    """What stability.js returns: the scanned elements' boxes now (None: gone)."""
+
+    scrollX: float
+    scrollY: float
+    boxes: list[Box | None]
 
 
 CONCURRENT_LOADS = 4  # both cores saturate at ~4 active pages: more loads at once only time out
@@ -216,6 +233,7 @@ class BrowserHost:
             service_workers="block",  # they could fetch past the route-based guard
         )
         try:
+            await context.add_init_script(script=PAGE_INIT_JS)  # before any page script runs
             page = await context.new_page()
             events = PageEvents()
             await harden(context, page, self.guard, events)
@@ -253,6 +271,21 @@ class Session:
         self._loads = loads or asyncio.Semaphore(CONCURRENT_LOADS)
         self.events = events or PageEvents()
         self.guard = guard
+        self._requests: dict[int, float] = {}  # open requests of this page: id -> when sent
+        page.on("request", self._request_started)
+        page.on("requestfinished", self._request_ended)
+        page.on("requestfailed", self._request_ended)
+
+    def _request_started(self, request: Request) -> None:
+        self._requests[id(request)] = time.monotonic()
+
+    def _request_ended(self, request: Request) -> None:
+        self._requests.pop(id(request), None)
+
+    def _loading(self) -> bool:
+        """A request of this page is open that is not a long poll or a stream."""
+        now = time.monotonic()
+        return any(now - sent < LONG_REQUEST_S for sent in self._requests.values())
 
     async def goto(self, url: str) -> None:
         """Load the start URL; an error status or a failed load raises NavigationFailed.
@@ -316,16 +349,69 @@ class Session:
             scan = _Scan.model_validate(await self.page.evaluate(ELEMENTS_JS, args))
         return scan.elements, scan.scrollX, scan.scrollY
 
-    async def observe(self) -> Observation:
-        """Screenshot and DOM elements of the same moment (elements first: they're cheaper)."""
-        start = time.perf_counter()
+    async def settle(self) -> tuple[float, bool]:
+        """Wait, bounded by `settle_timeout_ms`, until the page holds still: no request loading,
+        no DOM change for `settle_quiet_ms`, fonts ready, a frame painted. Returns (ms waited,
+        whether it got quiet). Apps that render after `load` (loaders, SPAs, data fetches) are
+        observed once they have rendered, not at `load`."""
+        cfg = self.config
+        start = time.monotonic()
+        deadline = start + cfg.settle_timeout_ms / 1000
+        quiet = False
+        while True:
+            while self._loading() and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            left_ms = max(0.0, (deadline - time.monotonic()) * 1000)
+            args = {"quietMs": cfg.settle_quiet_ms, "timeoutMs": left_ms}
+            try:
+                quiet = bool((await self.page.evaluate(SETTLE_JS, args))["quiet"])
+            except PlaywrightError:  # navigating: the new document settles on the next round
+                await self._settle_load()
+                quiet = False
+            if (quiet and not self._loading()) or time.monotonic() >= deadline:
+                break
+        return (time.monotonic() - start) * 1000, quiet and not self._loading()
+
+    async def _scan(self) -> tuple[tuple[Element, ...], float, float]:
         try:
-            elements, scroll_x, scroll_y = await self.elements()
-        except Exception:
+            return await self.elements()
+        except PlaywrightError:
             # The page navigated under us ("execution context was destroyed"): wait, retry once.
             await self._settle_load()
-            elements, scroll_x, scroll_y = await self.elements()
-        image = await self.screenshot(scroll_x, scroll_y)
+            return await self.elements()
+
+    async def _moved(self, elements: tuple[Element, ...], scroll: tuple[float, float]) -> set[int]:
+        """Indices of the scanned elements whose box is not where the scan put it any more."""
+        try:
+            now = _Remeasure.model_validate_json(await self.page.evaluate(STABILITY_JS))
+        except (PlaywrightError, ValidationError):
+            return {e.index for e in elements}  # navigated away meanwhile: nothing is certain
+        if abs(now.scrollX - scroll[0]) > MOVED_PX or abs(now.scrollY - scroll[1]) > MOVED_PX:
+            return {e.index for e in elements}
+        moved = set()
+        for element, box in zip(elements, now.boxes, strict=False):
+            if box is None or _shifted(element.box, box):
+                moved.add(element.index)
+        return moved
+
+    async def observe(self) -> Observation:
+        """Screenshot and DOM elements of one moment: settle, scan, capture, then measure the
+        boxes again. If anything moved meanwhile, take it all again once; elements that still
+        moved are marked `stable=False` (their boxes may not match the image)."""
+        start = time.perf_counter()
+        settle_ms, _ = await self.settle()
+        retakes = 0
+        while True:
+            elements, scroll_x, scroll_y = await self._scan()
+            image = await self.screenshot(scroll_x, scroll_y)
+            moved = await self._moved(elements, (scroll_x, scroll_y))
+            if not moved or retakes >= RETAKES:
+                break
+            retakes += 1
+        if moved:
+            elements = tuple(
+                e.model_copy(update={"stable": False}) if e.index in moved else e for e in elements
+            )
         cfg = self.config
         scale = cfg.device_scale_factor
         return Observation(
@@ -340,6 +426,9 @@ class Session:
             device_scale_factor=scale,
             elements=elements,
             observe_ms=(time.perf_counter() - start) * 1000,
+            settle_ms=round(settle_ms, 1),
+            stable=not moved,
+            retakes=retakes,
         )
 
     async def answers(self, timeout_s: float = 2.0) -> bool:
@@ -391,3 +480,12 @@ class Session:
         if check.js is not None:
             return bool(await self.page.evaluate(f"() => Boolean({check.js})"))
         return True
+
+
+def _shifted(before: Box, after: Box) -> bool:
+    return (
+        abs(before.x - after.x) > MOVED_PX
+        or abs(before.y - after.y) > MOVED_PX
+        or abs(before.width - after.width) > MOVED_PX
+        or abs(before.height - after.height) > MOVED_PX
+    )

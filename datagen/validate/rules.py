@@ -39,8 +39,17 @@ def check_step(obs: Observation, action: Action) -> tuple[RejectReason, str] | N
     return None
 
 
-def check_grounding(row: GroundingRow, config: ValidationConfig) -> tuple[RejectReason, str] | None:
-    """A usable grounding label: inside the image, big enough, referable, not occluded."""
+def check_grounding(
+    row: GroundingRow, config: ValidationConfig, stable: bool = True
+) -> tuple[RejectReason, str] | None:
+    """A usable grounding label: drawn where the screenshot shows it (`stable`: its box did not
+    move while the screenshot was taken), inside the image, big enough, referable, not
+    occluded."""
+    if not stable:
+        return (
+            RejectReason.UNSTABLE_BOX,
+            f"{row.selector} moved while the screenshot was taken: its box may not match it",
+        )
     x1, y1, x2, y2 = row.bbox_px
     if (
         x1 < 0

@@ -1,0 +1,64 @@
+// Installed in every frame of every episode before the page's own scripts run
+// (context.add_init_script). It watches the page the way the element scan and the settle step
+// need, without changing what the page sees:
+// - which elements got a click-like listener through addEventListener (spans, divs and SVG
+//   shapes that are clickable only that way carry no attribute that says so). The wrapper is a
+//   Proxy of the native function, so the page's own checks (toString, name, length) see the
+//   original; CDP's DOMDebugger.getEventListeners would tell the same, one round trip per node.
+// - when the DOM last changed (a MutationObserver on the document), and which short timers
+//   (setTimeout up to 1 s) are still to fire: apps that render after `load` from a timer (AMD
+//   loaders, "data arrives" simulations, debounced renders) are not settled until they fire.
+//   A function that keeps re-arming itself (a poll) stops counting after its third run.
+// Both live under a Symbol.for key that no page code uses by accident.
+(() => {
+  const KEY = Symbol.for('datagen.page');
+  if (window[KEY]) return;
+  const CLICKY = new Set([
+    'click', 'mousedown', 'mouseup', 'pointerdown', 'pointerup', 'touchstart', 'touchend',
+    'dblclick', 'auxclick',
+  ]);
+  const state = { listeners: new WeakSet(), lastMutation: performance.now(), timers: new Set() };
+  Object.defineProperty(window, KEY, { value: state, enumerable: false });
+  const proto = EventTarget.prototype;
+  const native = proto.addEventListener;
+  proto.addEventListener = new Proxy(native, {
+    apply(target, self, args) {
+      try {
+        if (CLICKY.has(String(args[0])) && self instanceof Element) state.listeners.add(self);
+      } catch (e) { /* a hostile `this` must not break the page's call */ }
+      return Reflect.apply(target, self, args);
+    },
+  });
+  const SHORT_MS = 1000;
+  const runs = new WeakMap();  // callback -> times it has run
+  const nativeSet = window.setTimeout, nativeClear = window.clearTimeout;
+  state.sleep = (ms) => new Promise((resolve) => { nativeSet.call(window, resolve, ms); });
+  window.setTimeout = new Proxy(nativeSet, {
+    apply(target, self, args) {
+      const [callback, delay] = args;
+      if (typeof callback !== 'function' || !(Number(delay || 0) <= SHORT_MS)
+        || (runs.get(callback) || 0) >= 3) {
+        return Reflect.apply(target, self, args);
+      }
+      let id = 0;
+      const wrapped = function (...rest) {
+        state.timers.delete(id);
+        runs.set(callback, (runs.get(callback) || 0) + 1);
+        return callback.apply(this, rest);
+      };
+      id = Reflect.apply(target, self, [wrapped, ...args.slice(1)]);
+      state.timers.add(id);
+      return id;
+    },
+  });
+  window.clearTimeout = new Proxy(nativeClear, {
+    apply(target, self, args) {
+      state.timers.delete(args[0]);
+      return Reflect.apply(target, self, args);
+    },
+  });
+  const observer = new MutationObserver(() => { state.lastMutation = performance.now(); });
+  observer.observe(document, {
+    subtree: true, childList: true, attributes: true, characterData: true,
+  });
+})();

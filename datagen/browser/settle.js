@@ -1,0 +1,24 @@
+// Wait, bounded, until the page holds still: web fonts loaded, no DOM mutation for `quietMs`
+// and no short timer still to fire (page_init.js keeps both), and a frame painted after that. Returns
+// {quiet: false} when `timeoutMs` ran out first (a page that animates or polls forever).
+async ({ quietMs, timeoutMs }) => {
+  const start = performance.now();
+  const state = window[Symbol.for('datagen.page')];
+  // The page's setTimeout counts its timers (page_init.js): ours must not be among them.
+  const sleep = state ? state.sleep : (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  const frame = () => Promise.race([  // a page in a background state paints no frames
+    new Promise((resolve) => requestAnimationFrame(() => resolve())), sleep(100),
+  ]);
+  if (document.fonts && document.fonts.status !== 'loaded') {
+    await Promise.race([document.fonts.ready, sleep(timeoutMs)]);
+  }
+  for (;;) {
+    await frame();
+    const now = performance.now();
+    const last = state ? state.lastMutation : start;
+    const timers = state ? state.timers.size : 0;
+    if (now - last >= quietMs && !timers) return { quiet: true };
+    if (now - start >= timeoutMs) return { quiet: false };
+    await sleep(Math.max(10, Math.min(timers ? 20 : quietMs - (now - last), timeoutMs - (now - start))));
+  }
+}
