@@ -49,6 +49,7 @@ KIND_BY_SOURCE = {
     "title": "name",
     "nearby": "nearby",
     "field-name": "field-name",
+    "appearance": "appearance",
 }
 ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth")
 ROW_PX = 8  # elements whose tops are this close read as one line (reading order: rows, then x)
@@ -100,6 +101,8 @@ def base_expression(element: Element) -> Expression | None:
     if element.checked is not None:
         state = "checked" if element.checked else "unchecked"
     source = element.name_source or "content"
+    if element.name and source == "appearance":  # an unnamed shape, by its colour
+        return Expression(noun, state=element.name, kind="appearance")
     if element.name and source != "field-name":
         return Expression(noun, label=element.name, state=state, kind=KIND_BY_SOURCE[source])
     if element.placeholder:

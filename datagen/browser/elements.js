@@ -71,15 +71,36 @@
     }
     return '';
   };
-  const nearbyText = (el) => {  // visible text just before an unlabeled field, in its cell/row
+  const UNRENDERED = new Set(['SCRIPT', 'STYLE', 'TEMPLATE', 'NOSCRIPT', 'HEAD', 'TITLE']);
+  // Visible text beside an unlabeled field, in its cell or row: before a text field, after a
+  // checkbox or radio (where people put them). Stops at another control.
+  const nearbyText = (el, after) => {
+    const step = (n) => (after ? n.nextSibling : n.previousSibling);
     for (let n = el, depth = 0; n && depth < 3; n = parentOf(n), depth += 1) {
-      for (let s = n.previousSibling; s; s = s.previousSibling) {
+      if (n.tagName === 'BODY') break;
+      for (let s = step(n); s; s = step(s)) {
+        if (s.nodeType === 1 && UNRENDERED.has(s.tagName)) continue;
         if (s.nodeType === 1 && (s.matches(NATIVE) || s.querySelector(NATIVE))) break;
         const t = clean(s.nodeType === 3 ? s.textContent : s.innerText, 80);
         if (t) return t.replace(/[:*]+$/, '').trim();
       }
     }
     return '';
+  };
+  // An unnamed SVG shape is told by its colour (what the screenshot shows of it).
+  const colourOf = (el) => {
+    const m = (getComputedStyle(el).fill || '').match(/rgba?\((\d+),\s*(\d+),\s*(\d+)/);
+    if (!m) return '';
+    const [r, g, b] = [m[1], m[2], m[3]].map((v) => Number(v) / 255);
+    const max = Math.max(r, g, b), min = Math.min(r, g, b), l = (max + min) / 2;
+    const sat = max === min ? 0 : (max - min) / (1 - Math.abs(2 * l - 1));
+    if (sat < 0.2) return l < 0.2 ? 'black' : l > 0.85 ? 'white' : 'grey';
+    let h = max === r ? ((g - b) / (max - min)) % 6 : max === g ? (b - r) / (max - min) + 2
+      : (r - g) / (max - min) + 4;
+    h = (h * 60 + 360) % 360;
+    const hues = [[15, 'red'], [45, 'orange'], [70, 'yellow'], [160, 'green'], [195, 'teal'],
+      [255, 'blue'], [290, 'purple'], [335, 'pink'], [360, 'red']];
+    return hues.find(([edge]) => h < edge)[1];
   };
   const nameOf = (el, tag, role, label) => {  // [name, where it came from]
     const root = el.getRootNode();
@@ -104,6 +125,9 @@
       const t = el.querySelector('title');
       if (t && clean(t.textContent)) return [clean(t.textContent), 'alt'];
       if (clean(el.textContent)) return [clean(el.textContent), 'content'];
+      if (clean(el.getAttribute('title'))) return [clean(el.getAttribute('title')), 'title'];
+      const colour = colourOf(el);
+      if (colour) return [colour, 'appearance'];
     } else if (!FIELD_TAGS.has(tag)) {
       const t = clean(el.innerText);
       if (t) return [t, 'content'];
@@ -113,7 +137,8 @@
     if (clean(el.getAttribute('title'))) return [clean(el.getAttribute('title')), 'title'];
     if (FIELD_TAGS.has(tag) || role === 'textbox' || role === 'searchbox') {
       if (clean(el.getAttribute('placeholder'))) return ['', ''];  // the expression says it
-      const near = nearbyText(el);
+      const toggle = tag === 'input' && TOGGLES.has(el.type);
+      const near = nearbyText(el, toggle) || (toggle ? '' : nearbyText(el, true));
       if (near) return [near, 'nearby'];
       const field = clean((el.getAttribute('name') || '').replace(/[_\-.[\]]+/g, ' '));
       if (field && /[a-z]/i.test(field)) return [field.toLowerCase(), 'field-name'];
@@ -314,7 +339,8 @@
       checked: checkable
         ? (el.checked !== undefined ? !!el.checked : el.getAttribute('aria-checked') === 'true')
         : null,
-      href: tag === 'a' && el.href ? String(el.href) : '',
+      href: tag === 'a' && el.href ? String(el.href.baseVal !== undefined
+        ? new URL(el.href.baseVal, el.baseURI).href : el.href) : '',
       context: '',
     });
   }
