@@ -3,6 +3,7 @@ import io
 from PIL import Image
 
 from datagen.annotate import grounding_rows, referring_expression
+from datagen.annotate.grounding import expressions
 from datagen.config import ValidationConfig
 from datagen.records import Click, Element, GroundingRow, Observation, RejectReason
 from datagen.validate import check_grounding, check_step
@@ -99,3 +100,80 @@ def test_step_rules() -> None:
         check_step(obs([], shot=b"not an image"), Click(x=1, y=1))[0]
         == RejectReason.SCREENSHOT_SIZE_MISMATCH
     )  # type: ignore[index]
+
+
+def test_expressions_are_unique_within_a_screenshot() -> None:
+    submit_a = el(
+        index=0,
+        name="Submit",
+        context="Sign in",
+        box={"x": 10, "y": 200, "width": 80, "height": 30},
+    )
+    submit_b = el(
+        index=1,
+        name="Submit",
+        context="Create account",
+        box={"x": 300, "y": 200, "width": 80, "height": 30},
+    )
+    edits = [
+        el(
+            index=2 + i,
+            name="Edit",
+            context="Addresses",
+            box={"x": 400, "y": 300 + 40 * i, "width": 40, "height": 20},
+        )
+        for i in (2, 0, 1)  # out of reading order on purpose
+    ]
+    lonely = el(index=5, name="Edit", box={"x": 10, "y": 10, "width": 40, "height": 20})
+    named = expressions([submit_a, submit_b, *edits, lonely])
+    assert named[0] == ('the "Submit" button under "Sign in"', "context")
+    assert named[1] == ('the "Submit" button under "Create account"', "context")
+    # same context: ordinal among those under it, in reading order (top to bottom)
+    assert named[2] == ('the first "Edit" button under "Addresses"', "position")
+    assert named[3] == ('the second "Edit" button under "Addresses"', "position")
+    assert named[4] == ('the third "Edit" button under "Addresses"', "position")
+    # no context: its place among every "Edit" button on screen (it is the topmost)
+    assert named[5] == ('the first "Edit" button', "position")
+    texts = [text.lower() for text, _ in named.values()]
+    assert len(texts) == len(set(texts))
+
+
+def test_expression_sources_and_kinds() -> None:
+    def one(**kw: object) -> tuple[str, str]:
+        return expressions([el(**kw)])[0]
+
+    assert one(
+        role="checkbox", tag="input", name="Remember me", name_source="label", checked=False
+    ) == (
+        'the unchecked "Remember me" checkbox',
+        "label",
+    )
+    assert one(
+        role="textbox", tag="input", name="Company name", name_source="nearby", editable=True
+    ) == (
+        'the "Company name" text field',
+        "nearby",
+    )
+    assert one(
+        role="textbox", tag="input", name="tax id", name_source="field-name", editable=True
+    ) == (
+        'the text field named "tax id"',
+        "field-name",
+    )
+    assert one(role="generic", tag="path", name="orange", name_source="appearance") == (
+        "the orange graphic",
+        "appearance",
+    )
+    assert one(role="generic", tag="li", name="Only my issues", name_source="content") == (
+        'the "Only my issues" list item',
+        "name",
+    )
+    # a checkbox with nothing visible to name it is not referable (its value "on" is not a label)
+    assert one(role="checkbox", tag="input", text="", checked=True) == ("", "")
+
+
+def test_unstable_boxes_are_rejected() -> None:
+    (row,) = rows_for([el(name="Go", stable=False)], limit=1)
+    problem = check_grounding(row, ValidationConfig(), stable=False)
+    assert problem is not None and problem[0] == RejectReason.UNSTABLE_BOX
+    assert row.expression_kind == "name"
