@@ -4,7 +4,7 @@ Playwright, pyarrow) happen inside the commands that need them."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -78,6 +78,13 @@ def _show_plan(plan: Plan) -> None:
     console.print(table)
 
 
+def _warn(plan: Plan) -> None:
+    from datagen.plan import warnings
+
+    for line in warnings(plan):
+        console.print(f"[yellow]{line}[/]", highlight=False)
+
+
 def _fail(exc: Exception) -> typer.Exit:
     err_console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
     return typer.Exit(2)
@@ -91,6 +98,7 @@ def validate(pipeline: PipelineArg, output: OutputOpt = None) -> None:
     except DatagenError as exc:
         raise _fail(exc) from None
     _show_plan(plan)
+    _warn(plan)
     console.print("[green]ok[/]")
 
 
@@ -245,6 +253,7 @@ def run(
     except DatagenError as exc:
         raise _fail(exc) from None
     _show_plan(plan)
+    _warn(plan)
     if dry_run:
         console.print("dry run: nothing launched")
         return
@@ -258,12 +267,13 @@ def run(
             summary = execute(plan, progress)
     except DatagenError as exc:
         raise _fail(exc) from None
-    _show_summary(summary)
-    if summary.failed_shards or not summary.manifest.get("complete"):
+    _show_summary(summary, len(plan.tasks))
+    empty = bool(plan.tasks) and not summary.manifest["tables"]["episodes"]["rows"]
+    if summary.failed_shards or not summary.manifest.get("complete") or empty:
         raise typer.Exit(1)
 
 
-def _show_summary(summary: RunSummary) -> None:
+def _show_summary(summary: RunSummary, tasks: int) -> None:
     manifest = summary.manifest
     table = Table(title="output")
     table.add_column("table")
@@ -272,9 +282,18 @@ def _show_summary(summary: RunSummary) -> None:
         table.add_row(name, str(info["rows"]))
     console.print(table)
     episodes = manifest["tables"]["episodes"]["rows"]
+    with_episodes = manifest.get("tasks", {}).get("with_episodes", 0)
     console.print(
-        f"solved {manifest['solved']} of {episodes} episodes; rejects by reason: {manifest['reject_reasons'] or 'none'}"
+        f"episodes from {with_episodes} of {tasks} tasks; solved {manifest['solved']} of "
+        f"{episodes} episodes; rejects by reason: {manifest['reject_reasons'] or 'none'}"
     )
+    dropped = manifest.get("steps_dropped", {})
+    if dropped.get("total"):
+        reasons = ", ".join(f"{r} {n}" for r, n in dropped["by_reason"].items())
+        console.print(
+            f"dropped {dropped['total']} observations ({dropped['share']:.1%} of all) on pages "
+            f"out of scope, error or blank pages, never data: {reasons} (see run.scope)"
+        )
     if summary.skipped_shards:
         console.print(f"{len(summary.skipped_shards)} shards were already committed and skipped")
     for shard, reason in summary.failed_shards.items():
@@ -284,11 +303,33 @@ def _show_summary(summary: RunSummary) -> None:
         if manifest["complete"]
         else f"incomplete (missing shards {manifest['shards']['missing']}; run again to finish)"
     )
+    if tasks and not episodes:
+        state = "produced no episodes: every task ended as a reject"
+        _show_top_rejects(manifest)
     console.print(
         f"wrote {manifest['pipeline']['output']['uri']} in {summary.seconds:.1f}s: {state}"
     )
     if summary.report:
         console.print(f"run report (throughput, latency, memory): {summary.report}")
+
+
+def _show_top_rejects(manifest: dict[str, Any]) -> None:
+    """For a run that produced nothing: its top reject reasons, each with one example."""
+    examples: dict[str, str] = {}
+    try:
+        from datagen.sink.read import read_committed
+
+        output = manifest["pipeline"]["output"]
+        dataset = read_committed(output["uri"], "rejects", output.get("endpoint_url"))
+        for row in dataset.head(10_000, columns=["reason", "detail"]).to_pylist():
+            examples.setdefault(row["reason"], row["detail"])
+    except Exception:  # the examples are a courtesy: the counts below still say it
+        examples = {}
+    err_console.print("[red]no episodes:[/] every task ended as a reject. top reasons:")
+    for reason, count in list(manifest["reject_reasons"].items())[:3]:
+        example = examples.get(reason, "")
+        shown = f" (e.g. {example[:200]})" if example else ""
+        err_console.print(f"  {reason}: {count}{shown}", highlight=False, markup=False)
 
 
 @app.command()

@@ -19,10 +19,19 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from datagen.engine.sim.config import SimConfig
 from datagen.errors import ConfigError
+from datagen.scope import check_setting
 
 
 class Section(BaseModel):
@@ -347,6 +356,19 @@ class RunConfig(Section):
         description="an episode still running after this becomes a timeout_episode reject",
     )
     limit: int | None = Field(None, ge=1, description="use only the first N tasks")
+    scope: str | list[str] = Field(
+        "site",
+        description="where an episode may go: site (the start URL's registrable domain, any "
+        "scheme or port; an IP address or localhost: that host), origin (the start URL's "
+        "scheme, host and port), anywhere (what the URL guard allows), or a list of hosts "
+        "(with their subdomains), host:port, origins and URL prefixes; steps that land "
+        "outside it, or on error or blank pages, are dropped as rejects",
+    )
+
+    @field_validator("scope")
+    @classmethod
+    def _check_scope(cls, value: str | list[str]) -> str | list[str]:
+        return check_setting(value)
 
 
 class PipelineConfig(Section):

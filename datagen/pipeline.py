@@ -5,6 +5,8 @@ worker's browser loop, tests call it directly.
              ─► StepRow, GroundingRow, EpisodeRow | RejectRow ─► sink.write_shard
 
 Every failure inside a task becomes a RejectRow with a reason code; a shard always finishes.
+Only pages inside the episode's scope (`run.scope`) become data: after an action that led off
+it, or to an error or a blank page, that page is a reject and the session goes back.
 """
 
 from __future__ import annotations
@@ -29,14 +31,17 @@ from datagen.annotate.model import model_expressions
 from datagen.browser.actions import action_json, action_repr
 from datagen.browser.session import BrowserDied, BrowserHost, NavigationFailed, Session
 from datagen.config import PipelineConfig
+from datagen.course import MAX_RETURNS, Course, led_to
 from datagen.engine.roles import Engines, profile_for
 from datagen.observe.meter import Meter
-from datagen.policy import Policy, PolicyFailure, make_policy
+from datagen.policy import Policy, PolicyFailure, Recovering, make_policy
 from datagen.records import (
+    Back,
     Click,
     Decision,
     Done,
     EpisodeRow,
+    Goto,
     GroundingRow,
     ImageData,
     ModelTrace,
@@ -146,6 +151,7 @@ async def run_shard(shard: int, tasks: list[TaskSpec], ctx: ShardContext) -> Sha
         peak_sessions=active[1],
         browser_memory_mb=round(ctx.host.memory_mb(max_age_s=0), 1),
         browser_episodes=ctx.host.episodes,
+        tasks_with_episodes=len({e.task_id for e in tables["episodes"]}),
     )
     await asyncio.to_thread(write_shard, ctx.storage, shard, tables, result.model_dump())
     return result
@@ -163,7 +169,6 @@ async def run_episode(task: TaskSpec, repeat: int, ctx: ShardContext) -> Episode
     }
     out = EpisodeOutcome(ids=ids)
     seed = int(_digest(ctx.config.run.seed, task.id, repeat)[:8], 16)
-    policy = make_policy(ctx.config.policy, task, seed, ctx.engines)
     started = time.perf_counter()
     opened: list[Session] = []
     limit = asyncio.timeout(ctx.config.run.episode_timeout_s)
@@ -171,8 +176,14 @@ async def run_episode(task: TaskSpec, repeat: int, ctx: ShardContext) -> Episode
         async with limit, ctx.host.session() as session:
             opened.append(session)
             try:
-                await session.goto(ctx.resolve_url(task.start_url))
-                await _walk(session, task, policy, seed, started, out, ctx)
+                start_url = ctx.resolve_url(task.start_url)
+                session.watch_documents()
+                await session.goto(start_url)
+                course = Course.for_episode(
+                    ctx.config.run.scope, start_url, session.page.url, ctx.host.guard
+                )
+                policy = make_policy(ctx.config.policy, task, seed, ctx.engines, course.scope)
+                await _walk(session, task, policy, seed, started, out, ctx, course)
             except PlaywrightError as exc:  # asked while the page is still open: is it hung?
                 if ctx.host.connected and await _hung(session, exc):
                     raise StepTimedOut(f"the page stopped responding ({_first_line(exc)})") from exc
@@ -295,22 +306,32 @@ async def _walk(
     started: float,
     out: EpisodeOutcome,
     ctx: ShardContext,
+    course: Course,
 ) -> None:
     provenance = {
         "playwright_version": ctx.host.playwright_version,
         "datagen_version": __version__,
         "policy": policy.name,
     }
-    ended = await _steps(session, task, policy, provenance, out, ctx)
+    ended = await _steps(session, task, policy, provenance, out, ctx, course)
     if ended is None:
         return
     status, answer, success = ended
     after = f"after step {len(out.steps) - 1}"  # a page can hang after its last step too
-    final = await _bounded(session.observe(), ctx, f"the final observation ({after})")
-    if status != "solved":
+    final = None
+    if status != "left_scope":
+        what = f"the final observation ({after})"
+        final = await _observed(session, policy, course, out, ctx, what)
+    if final is None:  # it left its scope for good: the last page in scope ends the episode
+        status, final, success = "left_scope", course.last, course.success
+    elif status != "solved":
         success = await _bounded(_check(session, task), ctx, f"the final success check ({after})")
         status = "solved" if success else status
-    if not out.steps:
+    if not out.steps or final is None:
+        if course.stray is not None:
+            reason, detail = course.stray.reason, "no page in scope to start from: "
+            out.reject("episode", reason, detail + course.stray.detail)
+            return
         out.reject("episode", RejectReason.NO_STEPS, "the episode ended before its first step")
         return
     out.episode = EpisodeRow(
@@ -346,17 +367,19 @@ async def _steps(
     provenance: dict[str, str],
     out: EpisodeOutcome,
     ctx: ShardContext,
+    course: Course,
 ) -> tuple[str, str, bool | None] | None:
-    """Steps until done or the budget; None if rejected."""
+    """Steps until done, the budget or leaving the scope for good: (status, answer, success);
+    None if rejected."""
     success: bool | None = None
     budget = ctx.config.run.max_steps  # the run caps every episode; a task may ask for fewer
     for index in range(min(task.max_steps or budget, budget)):
-        outcome = await _step(session, task, policy, provenance, out, ctx, index)
+        outcome = await _step(session, task, policy, provenance, out, ctx, index, course)
         if outcome is None:
             return None
-        done, success, answer = outcome
-        if done:
-            return ("solved" if success else "done"), answer, success
+        ended, success, answer = outcome
+        if ended:
+            return ended, answer, success
     return "max_steps", "", success
 
 
@@ -379,9 +402,13 @@ async def _step(
     out: EpisodeOutcome,
     ctx: ShardContext,
     index: int,
-) -> tuple[bool, bool | None, str] | None:
-    """observe → check → decide → validate → act → annotate: (done, success, answer)."""
-    obs = await _bounded(session.observe(), ctx, f"observing (step {index})")
+    course: Course,
+) -> tuple[str, bool | None, str] | None:
+    """observe → check → decide → validate → act → annotate: (ended, success, answer), where
+    `ended` is "" (go on), "solved", "done" or "left_scope"."""
+    obs = await _observed(session, policy, course, out, ctx, f"observing (step {index})")
+    if obs is None:
+        return "left_scope", course.success, ""
     ctx.meter.add("screenshots")
     success = await _bounded(
         _check(session, task, first=index == 0), ctx, f"the success check (step {index})"
@@ -396,16 +423,74 @@ async def _step(
         return None
     began = time.perf_counter()
     error = None
-    if not isinstance(decision.action, Done):
-        error = await _bounded(session.act(decision.action), ctx, f"acting (step {index})")
+    action = decision.action
+    if isinstance(action, Goto) and course.elsewhere(action.url):
+        # a model asking for another site: not loaded at all (off task, though allowed)
+        error = f"not taken: {action.url[:300]} is outside the episode's scope (run.scope: "
+        error += f"{course.scope.describe()})"
+    elif not isinstance(action, Done):
+        error = await _bounded(session.act(action), ctx, f"acting (step {index})")
     act_ms = (time.perf_counter() - began) * 1000
     out.steps.append(_step_row(out.ids, provenance, index, obs, decision, error, act_ms))
+    course.last, course.success = obs, success
     ctx.meter.add("steps")
     if ctx.config.annotation.grounding:
         await _annotate(obs, index, out, ctx)
-    if isinstance(decision.action, Done):
-        return True, success, decision.action.answer
-    return False, success, ""
+    if isinstance(action, Done):
+        return ("solved" if success else "done"), success, action.answer
+    return "", success, ""
+
+
+async def _observed(
+    session: Session,
+    policy: Policy,
+    course: Course,
+    out: EpisodeOutcome,
+    ctx: ShardContext,
+    what: str,
+) -> Observation | None:
+    """An observation that may become data. Out of scope, on an error or a blank page there is
+    none: a `step` reject (step_index: the step it would have been), the last step's
+    action_error says where it led, the session goes back, and looks again; None when it
+    cannot get back or has gone back MAX_RETURNS times in a row."""
+    index = len(out.steps)
+    first = True
+    while True:
+        stray = course.stray_of(session)
+        if stray is None:
+            obs = await _bounded(session.observe(), ctx, what)
+            stray = course.stray_of(session, obs.url)  # it may have moved on while observed
+            if stray is None:
+                course.returns = 0 if first else course.returns
+                return obs
+        course.stray = stray
+        if first and out.steps:
+            led_to(out.steps, stray)
+            if isinstance(policy, Recovering):
+                policy.strayed(stray.reason.value, stray.url)
+        first = False
+        course.returns += 1
+        way = await _return(session, course, ctx) if course.returns <= MAX_RETURNS else ""
+        after = f"after step {index - 1}: " if index else "before the first step: "
+        then = f"; {way}" if way else "; no way back: the episode ends here"
+        if course.returns > MAX_RETURNS:
+            then = f"; gone back {MAX_RETURNS} times in a row already: the episode ends here"
+        out.reject("step", stray.reason, after + stray.detail + then, step_index=index)
+        if not way:
+            return None
+
+
+async def _return(session: Session, course: Course, ctx: ShardContext) -> str:
+    """Back to a page in scope: history back if that lands there, else the start URL again
+    (vetted like the first load). Says which, or "" when neither worked."""
+    await _bounded(session.act(Back()), ctx, "going back from a page out of scope")
+    if course.stray_of(session) is None:
+        return "went back"
+    try:
+        await _bounded(session.goto(course.start_url), ctx, "reopening the start URL")
+    except NavigationFailed:
+        return ""
+    return "reopened the start URL" if course.stray_of(session) is None else ""
 
 
 async def _check(session: Session, task: TaskSpec, first: bool = False) -> bool | None:
@@ -431,9 +516,10 @@ async def _annotate(obs: Observation, index: int, out: EpisodeOutcome, ctx: Shar
     rows = grounding_rows(
         obs, **out.ids, step_index=index, limit=ctx.config.annotation.max_elements_per_step
     )
+    stable = {e.index: e.stable for e in obs.elements}
     accepted = []
     for row in rows:
-        problem = check_grounding(row, ctx.config.validation)
+        problem = check_grounding(row, ctx.config.validation, stable[row.element_index])
         if problem:
             out.reject(
                 "grounding",
@@ -508,6 +594,8 @@ def _step_row(
         n_elements=len(obs.elements),
         observe_ms=round(obs.observe_ms, 2),
         act_ms=round(act_ms, 2),
+        settle_ms=obs.settle_ms,
+        observation_stable=obs.stable,
         **_trace_columns(decision.trace),
     )
 

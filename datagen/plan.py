@@ -2,7 +2,8 @@
 
     PipelineConfig ─► make_plan() ─► Plan(tasks, shards, run_id)
 
-`datagen validate` and `datagen run --dry-run` print it; `datagen run` executes it.
+`datagen validate` and `datagen run --dry-run` print it, with `warnings(plan)`; `datagen run`
+executes it.
 """
 
 from __future__ import annotations
@@ -10,12 +11,15 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from datagen import SCHEMA_VERSION
+from datagen.browser.guard import UrlGuard
 from datagen.config import PipelineConfig
 from datagen.errors import ConfigError, SourceError
 from datagen.records import TaskSpec
 from datagen.source import load_tasks, shard_tasks
+from datagen.source.readers import SITE_SCHEME
 
 
 @dataclass(frozen=True)
@@ -50,3 +54,43 @@ def make_plan(config: PipelineConfig) -> Plan:
     for task in tasks:
         digest.update(json.dumps(task.model_dump(mode="json"), sort_keys=True).encode())
     return Plan(config=config, tasks=tasks, shards=shards, run_id=digest.hexdigest()[:16])
+
+
+def warnings(plan: Plan) -> list[str]:
+    """What would make the run produce less than it could, told before anything starts: start
+    URLs the URL guard would block. No DNS here: IP addresses and localhost are checked, other
+    names are not; the bundled sites are served and allowed by datagen itself."""
+    config = plan.config
+    if not config.browser.url_guard or not plan.tasks:
+        return []
+    guard = UrlGuard(list(config.browser.allow))
+    blocked: dict[str, str] = {}  # what to allow (or "" when allowing cannot help) -> why
+    count = 0
+    for task in plan.tasks:
+        if task.source == "sites" or task.start_url.startswith(SITE_SCHEME):
+            continue
+        reason = guard.check_static(task.start_url)
+        if reason is None:
+            continue
+        count += 1
+        parts = urlsplit(task.start_url)
+        if "public address" in reason and parts.hostname:
+            entry = parts.netloc.rpartition("@")[2].lower()
+            blocked.setdefault(entry, f"{entry} is not a public address")
+        else:
+            blocked.setdefault("", reason)
+    if not count:
+        return []
+    allow = [e for e in blocked if e]
+    why = "; ".join(list(blocked.values())[:3]) + ("; …" if len(blocked) > 3 else "")
+    fix = (
+        "fix: add "
+        + ", ".join([f'"{e}"' for e in allow[:5]] + ["…"] * (len(allow) > 5))
+        + " to browser.allow"
+        if allow
+        else "fix: use http(s) start URLs"
+    )
+    return [
+        f"warning: {count} of {len(plan.tasks)} start URLs would be blocked by the URL guard "
+        f"({why}). {fix}"
+    ]

@@ -150,7 +150,8 @@ class Element(Frozen):
     name_source: str = Field(
         "",
         description="where `name` came from: aria-label, labelledby, label, content, alt, "
-        "title, placeholder, nearby (visible text beside an unlabeled field), field-name",
+        "title, placeholder, nearby (visible text beside an unlabeled field), field-name, "
+        "appearance (an unnamed SVG shape: its colour)",
     )
     context: str = Field(
         "", description="nearest visible heading, legend or labelled region around the element"
@@ -336,7 +337,10 @@ class EpisodeRow(Provenance, RowBase):
     final_url: str
     n_steps: int
     success: bool | None = Field(description="the task's check on the final page; null: no check")
-    status: str = Field(description="solved | done | max_steps")
+    status: str = Field(
+        description="solved | done | max_steps | left_scope (its actions kept leaving the "
+        "episode's scope: it ends on its last page in scope)"
+    )
     answer: str
     seed: int
     duration_s: float
@@ -363,7 +367,8 @@ class GroundingRow(RowBase):
     expression_kind: str = Field(
         "",
         description="what singles the element out: name | label | placeholder | nearby | "
-        "field-name | context (nearest heading) | position (ordinal among same-named ones)",
+        "field-name | appearance (an unnamed shape by its colour) | context (nearest heading) | "
+        "position (ordinal among same-named ones)",
     )
     role: str
     tag: str
@@ -416,3 +421,4 @@ class ShardResult(Frozen):
         0.0, description="the worker's browser memory (USS) when the shard ended"
     )
     browser_episodes: int = Field(0, description="episodes this browser has run since it started")
+    tasks_with_episodes: int = Field(0, description="tasks of the shard with at least one episode")

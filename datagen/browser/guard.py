@@ -98,6 +98,38 @@ class UrlGuard:
             return f"{shown} is not a public address (allow it in browser.allow)", []
         return None, addresses
 
+    def check_static(self, url: str) -> str | None:
+        """`check` of a top-level URL without DNS: the reason it would be blocked, or None when
+        it would load or only DNS could tell (host names other than `localhost`). For warnings
+        before a run and for choosing which links to follow."""
+        if url in HARMLESS:
+            return None
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        if scheme == "data":
+            return "data: URL as a top-level navigation"
+        if scheme not in WEB_SCHEMES:
+            return f"scheme {scheme or '(none)'}: is not allowed"
+        host = (parts.hostname or "").lower()
+        try:
+            port = parts.port or {"http": 80, "ws": 80, "https": 443, "wss": 443}[scheme]
+        except ValueError:
+            return "bad port"
+        if not host:
+            return "no host"
+        if host in self._hosts or (host, port) in self._host_ports:
+            return None
+        if host == "localhost" or host.endswith(".localhost"):
+            address: IpAddress = ipaddress.ip_address("127.0.0.1")
+        else:
+            try:
+                address = ipaddress.ip_address(host)
+            except ValueError:
+                return None  # a name: only DNS can tell
+        if self._allowed(address, port) or _public(address):
+            return None
+        return f"{host} is not a public address (allow it in browser.allow)"
+
     def _allowed(self, address: IpAddress, port: int) -> bool:
         text = str(address)
         return (

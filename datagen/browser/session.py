@@ -481,6 +481,34 @@ class Session:
             return bool(await self.page.evaluate(f"() => Boolean({check.js})"))
         return True
 
+    def watch_documents(self) -> None:
+        """Follow the main frame's documents for `document`: the URL last requested and the
+        HTTP status it got (the pipeline checks that an action did not land on an error page)."""
+        self._document: tuple[str, int | None] = ("", None)
+
+        def main(request: Request) -> bool:
+            try:
+                return request.is_navigation_request() and request.frame == self.page.main_frame
+            except Exception:  # a request without a frame (a worker's): not a document
+                return False
+
+        def on_request(request: Request) -> None:
+            if main(request):
+                self._document = (request.url, None)
+
+        def on_response(response: Response) -> None:
+            if main(response.request):
+                self._document = (response.url, response.status)
+
+        self.page.on("request", on_request)
+        self.page.on("response", on_response)
+
+    @property
+    def document(self) -> tuple[str, int | None]:
+        """(URL, HTTP status) of the main frame's last document request since
+        `watch_documents`; the status is None until a response came (loading, failed, blocked)."""
+        return getattr(self, "_document", ("", None))
+
 
 def _shifted(before: Box, after: Box) -> bool:
     return (

@@ -128,12 +128,18 @@ def write_report(
     """Render the report into the output; returns its key."""
     tables = manifest.get("tables", {})
     rows = {name: info.get("rows", 0) for name, info in tables.items()}
+    tasks, dropped = manifest.get("tasks", {}), manifest.get("steps_dropped", {})
     head = Div(
         text=(
             f"<h1>datagen run report</h1><p>run <code>{manifest.get('run_id', '')}</code>, "
-            f"{seconds:.1f} s; episodes {rows.get('episodes', 0)}, steps {rows.get('steps', 0)}, "
+            f"{seconds:.1f} s; episodes {rows.get('episodes', 0)} from "
+            f"{tasks.get('with_episodes', 0)} of {tasks.get('committed', 0)} tasks, "
+            f"steps {rows.get('steps', 0)}, "
             f"grounding rows {rows.get('grounding', 0)}, solved {manifest.get('solved', 0)}; "
-            f"rejects by reason: {manifest.get('reject_reasons') or 'none'}. "
+            f"rejects by reason: {manifest.get('reject_reasons') or 'none'}.</p>"
+            f"<p>Observations dropped on pages out of scope, error or blank pages (never data): "
+            f"{dropped.get('total', 0)}, {dropped.get('share', 0.0):.1%} of all "
+            f"({dropped.get('by_reason') or 'none'}). "
             "Curves: the workers' figures as the Dask dashboard showed them (10 s windows).</p>"
         ),
         sizing_mode="stretch_width",

@@ -3,13 +3,15 @@
     Observation ─► Policy.decide() ─► Decision(action, target element)
 
 A policy object lives for one episode (it may keep state, e.g. what it has visited);
-`make_policy` builds one from the pipeline's `policy:` section.
+`make_policy` builds one from the pipeline's `policy:` section and the episode's scope. A
+policy that is also `Recovering` is told when an action of its own led off the scope (the
+pipeline then brought the page back; the observation it would have seen is not data).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from datagen.config import ExplorePolicy, PolicyConfig, ScriptedPolicy, VlmPolicy
 from datagen.engine.roles import Engines
@@ -18,8 +20,9 @@ from datagen.policy.scripted import Scripted
 from datagen.policy.vlm import PolicyFailure
 from datagen.policy.vlm import VlmPolicy as ModelPolicy
 from datagen.records import Decision, Observation, TaskSpec
+from datagen.scope import Scope
 
-__all__ = ["Policy", "PolicyFailure", "make_policy"]
+__all__ = ["Policy", "PolicyFailure", "Recovering", "make_policy"]
 
 
 class Policy(Protocol):
@@ -30,6 +33,14 @@ class Policy(Protocol):
     async def decide(self, obs: Observation, task: TaskSpec) -> Decision: ...
 
 
+@runtime_checkable
+class Recovering(Protocol):
+    """A policy that wants to know when its last action led off the scope (off_scope,
+    error_page or blank_page: the reason's value) and where."""
+
+    def strayed(self, reason: str, url: str) -> None: ...
+
+
 def _model_policy(config: VlmPolicy, engines: Engines | None) -> Policy:
     if engines is None:
         raise RuntimeError("the vlm policy needs engines (the worker did not set them up)")
@@ -37,14 +48,19 @@ def _model_policy(config: VlmPolicy, engines: Engines | None) -> Policy:
 
 
 FACTORIES: dict[type, Callable[..., Policy]] = {
-    ExplorePolicy: lambda cfg, task, seed, engines: Explorer(cfg, seed),
-    ScriptedPolicy: lambda cfg, task, seed, engines: Scripted(task),
-    VlmPolicy: lambda cfg, task, seed, engines: _model_policy(cfg, engines),
+    ExplorePolicy: lambda cfg, task, seed, engines, scope: Explorer(cfg, seed, scope),
+    ScriptedPolicy: lambda cfg, task, seed, engines, scope: Scripted(task),
+    VlmPolicy: lambda cfg, task, seed, engines, scope: _model_policy(cfg, engines),
 }
 
 
 def make_policy(
-    config: PolicyConfig, task: TaskSpec, seed: int, engines: Engines | None = None
+    config: PolicyConfig,
+    task: TaskSpec,
+    seed: int,
+    engines: Engines | None = None,
+    scope: Scope | None = None,
 ) -> Policy:
-    """A fresh policy for one episode of `task`."""
-    return FACTORIES[type(config)](config, task, seed, engines)
+    """A fresh policy for one episode of `task`; `scope` defaults to the start URL's site."""
+    scope = scope or Scope.for_task("site", task.start_url)
+    return FACTORIES[type(config)](config, task, seed, engines, scope)

@@ -107,6 +107,12 @@ class VlmPolicy:
             trace=self._trace(step, calls, image, judged),
         )
 
+    def strayed(self, reason: str, url: str) -> None:
+        """The last action led off the task (out of scope, an error or a blank page) and the
+        pipeline brought the page back: the history the model sees next says so."""
+        if self.previous:
+            self.previous[-1] += f" -> {reason} {url[:200]}; the page was brought back"
+
     def _remember(self, image: SentImage) -> None:
         """Keep the last `history_images` screenshots; older ones become placeholders."""
         self.images.append(image)

@@ -1,0 +1,46 @@
+"""Honest run outcomes through the CLI, as a subprocess (real LocalCluster, real Chromium): a run
+in which every task ends as a reject says so and exits non-zero."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = [pytest.mark.browser, pytest.mark.cluster, pytest.mark.slow]
+
+
+def test_a_run_where_every_task_is_rejected_exits_non_zero_with_its_reasons(
+    tmp_path: Path,
+) -> None:
+    urls = [f"http://127.0.0.1:8000/page-{i}" for i in range(3)]  # loopback, not allowed
+    tasks = [{"id": f"t{i}", "start_url": u, "instruction": "x"} for i, u in enumerate(urls)]
+    (tmp_path / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    spec = {
+        "sources": [{"type": "jsonl", "path": "tasks.jsonl"}],
+        "cluster": {"workers": 1, "sessions_per_worker": 2, "dashboard": ":0"},
+        "run": {"max_steps": 2},
+        "output": {"uri": str(tmp_path / "out")},
+    }
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(spec))
+    result = subprocess.run(
+        [sys.executable, "-m", "datagen", "run", str(tmp_path / "p.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    out = " ".join((result.stdout + result.stderr).split())
+    assert result.returncode == 1, out
+    assert "warning: 3 of 3 start URLs would be blocked by the URL guard" in out
+    assert "episodes from 0 of 3 tasks" in out
+    assert "no episodes: every task ended as a reject" in out
+    assert "blocked_url: 3 (e.g. 127.0.0.1 is not a public address" in out
+    assert ": complete" not in out and "produced no episodes" in out
+    manifest = json.loads((tmp_path / "out" / "_manifest.json").read_text())
+    assert manifest["tasks"] == {"committed": 3, "with_episodes": 0}

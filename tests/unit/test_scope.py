@@ -1,0 +1,323 @@
+"""The episode's scope (datagen/scope.py), the static URL guard check, and the explore policy
+staying on task. No browser."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from datagen.browser.guard import UrlGuard
+from datagen.cli import app
+from datagen.config import ExplorePolicy, RunConfig
+from datagen.policy import make_policy
+from datagen.policy.explore import Explorer
+from datagen.records import Back, Click, Element, Goto, Observation, RejectReason, Scroll, TaskSpec
+from datagen.scope import Scope, page_problem, same_document, site_of
+
+
+@pytest.mark.parametrize(
+    ("host", "site"),
+    [
+        ("app.example.com", "example.com"),
+        ("example.com", "example.com"),
+        ("a.b.example.co.uk", "example.co.uk"),
+        ("shop.example.com.au", "example.com.au"),
+        ("alice.github.io", "alice.github.io"),
+        ("x.alice.github.io", "alice.github.io"),
+        ("my-app.vercel.app", "my-app.vercel.app"),
+        ("www.example.io", "example.io"),  # a two-letter TLD without a known second level
+        ("127.0.0.1", "127.0.0.1"),
+        ("::1", "::1"),
+        ("localhost", "localhost"),
+        ("WWW.Example.COM.", "example.com"),
+    ],
+)
+def test_site_of(host: str, site: str) -> None:
+    assert site_of(host) == site
+
+
+def test_site_scope_is_the_registrable_domain_any_scheme_or_port() -> None:
+    scope = Scope.for_task("site", "https://app.example.com:8443/start")
+    assert scope.contains("http://example.com/")
+    assert scope.contains("https://docs.example.com/a?b#c")
+    assert scope.contains("https://app.example.com:9000/x")
+    assert not scope.contains("https://example.org/")
+    assert not scope.contains("https://notexample.com/")
+    assert not scope.contains("mailto:a@example.com")
+    assert scope.contains("blob:https://app.example.com/1234-5678")
+
+
+def test_site_scope_of_an_ip_or_localhost_is_that_host_on_any_port() -> None:
+    scope = Scope.for_task("site", "http://127.0.0.1:8000/app/")
+    assert scope.contains("http://127.0.0.1:9/") and scope.contains("https://127.0.0.1/")
+    assert not scope.contains("http://127.0.0.2:8000/")
+    assert not scope.contains("http://localhost:8000/")
+    local = Scope.for_task("site", "http://localhost:3000/")
+    assert local.contains("http://localhost:4000/") and not local.contains("http://127.0.0.1/")
+    v6 = Scope.for_task("site", "http://[::1]:8080/")
+    assert v6.contains("http://[::1]:9090/x") and not v6.contains("http://127.0.0.1:8080/")
+
+
+def test_origin_scope_is_scheme_host_and_port() -> None:
+    scope = Scope.for_task("origin", "https://app.example.com/start")
+    assert scope.contains("https://app.example.com:443/other")
+    assert not scope.contains("http://app.example.com/other")
+    assert not scope.contains("https://app.example.com:8443/")
+    assert not scope.contains("https://docs.example.com/")
+
+
+def test_a_redirected_start_widens_the_scope_to_where_it_landed() -> None:
+    scope = Scope.for_task("origin", "http://example.com/", "https://example.com/home")
+    assert scope.contains("https://example.com/other") and scope.contains("http://example.com/x")
+    assert scope.is_start("https://example.com/home#top") and scope.is_start("http://example.com")
+    assert not scope.is_start("https://example.com/other")
+
+
+def test_anywhere_is_every_web_page_the_guard_lets_through() -> None:
+    guard = UrlGuard(["127.0.0.1:8000"])
+    scope = Scope.for_task("anywhere", "http://127.0.0.1:8000/", blocked=guard.check_static)
+    assert scope.contains("https://github.com/") and scope.contains("http://127.0.0.1:8000/x")
+    assert not scope.contains("http://127.0.0.1:9/")
+    assert not scope.contains("http://169.254.169.254/latest/meta-data/")
+    assert not scope.contains("file:///etc/passwd")
+    assert scope.contains("http://127.0.0.1:9/", guarded=False)
+
+
+def test_list_scope_hosts_ports_origins_and_prefixes() -> None:
+    entries = ["example.com", "intranet:8080", "https://api.example.org", "https://x.net/app/"]
+    scope = Scope.for_task(entries, "https://start.example.net/begin")
+    assert scope.contains("http://example.com/") and scope.contains("https://a.b.example.com/")
+    assert not scope.contains("https://badexample.com/")
+    assert scope.contains("http://intranet:8080/x") and not scope.contains("http://intranet/")
+    assert scope.contains("https://api.example.org/v1")
+    assert not scope.contains("http://api.example.org/v1")
+    assert scope.contains("https://x.net/app/page") and not scope.contains("https://x.net/other")
+    # the start page itself is always in scope, not its whole site
+    assert scope.contains("https://start.example.net/begin#x")
+    assert not scope.contains("https://start.example.net/other")
+    assert "example.com" in scope.describe() and "intranet:8080" in scope.describe()
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("everywhere", "is not a scope"),
+        ([], "empty list"),
+        (["ftp://files.example.com"], r"only http\(s\)"),
+        (["example.com/path"], "is not a host"),
+        (["example.com:http"], "bad port"),
+        (["example.com:70000"], "bad port"),
+        ([" "], "empty scope entry"),
+    ],
+)
+def test_bad_scope_settings_say_how_to_fix(value: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message) as info:
+        RunConfig(scope=value)  # type: ignore[arg-type]
+    assert "fix:" in str(info.value)
+
+
+def test_good_scope_settings_load() -> None:
+    assert RunConfig().scope == "site"
+    for value in ("origin", "anywhere", ["example.com", "[::1]:8080", "https://a.b/c/"]):
+        assert RunConfig(scope=value).scope == value  # type: ignore[arg-type]
+
+
+def test_page_problems() -> None:
+    scope = Scope.for_task("site", "http://127.0.0.1:8000/")
+
+    def reason(url: str, status: int | None = None, requested: str = "") -> str | None:
+        stray = page_problem(url, scope, status, requested)
+        return stray.reason.value if stray else None
+
+    assert reason("http://127.0.0.1:8000/a") is None
+    assert reason("http://127.0.0.1:8000/a", status=200) is None
+    assert reason("http://127.0.0.1:8000/missing", status=404) == "error_page"
+    assert reason("http://127.0.0.1:8000/boom", status=500) == "error_page"
+    assert reason("chrome-error://chromewebdata/") == "error_page"
+    assert reason("chrome-error://chromewebdata/", requested="http://127.0.0.1:9/") == "error_page"
+    off = page_problem("chrome-error://chromewebdata/", scope, None, "https://github.com/x")
+    assert off is not None and off.reason is RejectReason.OFF_SCOPE
+    assert off.url == "https://github.com/x" and "error page" in off.detail
+    assert reason("about:blank") == "blank_page"
+    assert reason("") == "blank_page"
+    assert reason("data:text/html,hi") == "blank_page"
+    assert reason("https://github.com/") == "off_scope"
+    assert same_document("http://a/x#1", "http://a/x#2") and not same_document("", "http://a/")
+
+
+def test_static_guard_check_needs_no_dns() -> None:
+    guard = UrlGuard(["127.0.0.1:8000", "10.1.0.0/16", "intranet"])
+    assert guard.check_static("http://127.0.0.1:8000/") is None
+    assert "not a public address" in (guard.check_static("http://127.0.0.1:8001/") or "")
+    assert "not a public address" in (guard.check_static("http://localhost/") or "")
+    assert guard.check_static("http://10.1.2.3/") is None
+    assert guard.check_static("http://10.2.0.1/") is not None
+    assert guard.check_static("http://intranet/") is None
+    assert guard.check_static("https://some-name.example/") is None  # only DNS could tell
+    assert guard.check_static("http://8.8.8.8/") is None
+    assert "scheme file" in (guard.check_static("file:///etc/passwd") or "")
+    assert guard.check_static("about:blank") is None
+
+
+# ----------------------------------------------------------------- explore stays on task
+
+START = "http://127.0.0.1:8000/"
+TASK = TaskSpec(id="t", start_url=START, instruction="x")
+
+
+def link(index: int, href: str, **kw: object) -> Element:
+    return Element.model_validate(
+        {
+            "index": index,
+            "tag": "a",
+            "role": "link",
+            "name": f"l{index}",
+            "selector": f"#l{index}",
+            "box": {"x": 10 * index, "y": 20, "width": 8, "height": 6},
+            "hit": True,
+            "href": href,
+            **kw,
+        }
+    )
+
+
+def observe(elements: list[Element], url: str = START + "app") -> Observation:
+    return Observation(
+        url=url,
+        title="t",
+        screenshot=b"",
+        image_format="jpeg",
+        image_width=800,
+        image_height=600,
+        viewport_width=800,
+        viewport_height=600,
+        device_scale_factor=1.0,
+        elements=tuple(elements),
+    )
+
+
+def explorer(seed: int = 0) -> Explorer:
+    guard = UrlGuard(["127.0.0.1:8000"])
+    scope = Scope.for_task("site", START, blocked=guard.check_static)
+    policy = make_policy(ExplorePolicy(type="explore"), TASK, seed, scope=scope)
+    assert isinstance(policy, Explorer)
+    return policy
+
+
+def test_explore_never_follows_offsite_links_while_in_scope_ones_exist() -> None:
+    elements = [
+        link(0, "https://github.com/x"),
+        link(1, START + "a"),
+        link(2, "http://127.0.0.2:9/"),
+        link(3, "mailto:x@example.com"),
+        link(4, START + "b"),
+        link(5, "javascript:void(0)"),
+        link(6, ""),  # not known: a button, or a scan without hrefs
+    ]
+    for seed in range(10):
+        policy = explorer(seed)
+        picks = [asyncio.run(policy.decide(observe(elements), TASK)) for _ in range(8)]
+        assert {d.target.index for d in picks} == {1, 4, 5, 6}
+
+
+def test_explore_follows_offsite_links_only_when_nothing_else_but_never_blocked_ones() -> None:
+    elements = [link(0, "https://github.com/x"), link(1, "http://169.254.169.254/")]
+    for seed in range(10):
+        decision = asyncio.run(explorer(seed).decide(observe(elements), TASK))
+        assert decision.target is not None and decision.target.index == 0
+    blocked = [link(1, "http://169.254.169.254/"), link(2, "http://127.0.0.1:9/")]
+    decision = asyncio.run(explorer().decide(observe(blocked), TASK))
+    assert decision.target is None and isinstance(decision.action, Scroll | Back)
+
+
+def test_explore_does_not_go_back_from_the_start_page() -> None:
+    nothing = [link(0, START + "a", hit=False)]
+    for seed in range(30):
+        decision = asyncio.run(explorer(seed).decide(observe(nothing, url=START), TASK))
+        assert isinstance(decision.action, Scroll)
+
+
+def test_explore_returns_from_a_bad_page_back_first_then_the_start() -> None:
+    policy = explorer()
+    first = asyncio.run(policy.decide(observe([link(1, START + "a")]), TASK))
+    assert isinstance(first.action, Click)
+    error = observe([link(9, "", name="Reload")], url="chrome-error://chromewebdata/")
+    assert isinstance(asyncio.run(policy.decide(error, TASK)).action, Back)
+    again = asyncio.run(policy.decide(observe([], url="about:blank"), TASK))
+    assert again.action == Goto(url=START)
+    # and the element that led away is not chosen again while others are there
+    elements = [link(1, START + "a"), link(2, START + "b")]
+    picks = [asyncio.run(policy.decide(observe(elements), TASK)) for _ in range(4)]
+    assert {d.target.index for d in picks} == {2}
+
+
+def test_explore_told_it_strayed_drops_its_follow_ups_and_avoids_the_element() -> None:
+    field = link(1, "", tag="select", role="combobox")
+    other = link(2, START + "b")
+    policy = explorer()
+    assert asyncio.run(policy.decide(observe([field]), TASK)).target.index == 1
+    policy.strayed("off_scope", "https://github.com/")
+    picks = [asyncio.run(policy.decide(observe([field, other]), TASK)) for _ in range(3)]
+    assert [d.target.index for d in picks] == [2, 2, 2]
+
+
+# ----------------------------------------------------------------- validate warns
+
+
+def pipeline(folder: Path, urls: list[str], **extra: object) -> Path:
+    tasks = [{"id": f"t{i}", "start_url": u, "instruction": "x"} for i, u in enumerate(urls)]
+    (folder / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    spec = {"sources": [{"type": "jsonl", "path": "tasks.jsonl"}], "output": {"uri": "o"}}
+    (folder / "p.yaml").write_text(yaml.safe_dump({**spec, **extra}))
+    return folder / "p.yaml"
+
+
+def test_validate_warns_naming_the_key_when_start_urls_would_be_blocked(tmp_path: Path) -> None:
+    path = pipeline(tmp_path, ["http://127.0.0.1:8000/a", "http://127.0.0.1:8000/b"])
+    result = CliRunner().invoke(app, ["validate", str(path)])
+    assert result.exit_code == 0, result.output
+    assert (
+        "warning: 2 of 2 start URLs would be blocked by the URL guard (127.0.0.1:8000 is not a "
+        'public address). fix: add "127.0.0.1:8000" to browser.allow'
+    ) in " ".join(result.output.split())
+    dry = CliRunner().invoke(app, ["run", str(path), "--dry-run", "-o", str(tmp_path / "o")])
+    assert dry.exit_code == 0 and "would be blocked by the URL guard" in dry.output
+
+
+def test_validate_names_every_host_to_allow_and_skips_what_is_allowed(tmp_path: Path) -> None:
+    urls = ["http://localhost:3000/", "http://10.0.0.5/x", "https://example.com/", "file:///x"]
+    path = pipeline(tmp_path, urls)
+    text = " ".join(CliRunner().invoke(app, ["validate", str(path)]).output.split())
+    assert "3 of 4 start URLs would be blocked" in text
+    assert 'add "localhost:3000", "10.0.0.5" to browser.allow' in text
+    allowed = pipeline(tmp_path, urls[:3], browser={"allow": ["localhost:3000", "10.0.0.0/8"]})
+    assert "warning" not in CliRunner().invoke(app, ["validate", str(allowed)]).output
+    off = pipeline(tmp_path, urls[:3], browser={"url_guard": False})
+    assert "warning" not in CliRunner().invoke(app, ["validate", str(off)]).output
+
+
+def test_bundled_sites_are_not_warned_about(tmp_path: Path) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump({"sources": [{"type": "sites"}], "output": {"uri": "o"}}))
+    result = CliRunner().invoke(app, ["validate", str(path)])
+    assert result.exit_code == 0 and "warning" not in result.output
+
+
+def test_the_model_policy_is_told_when_its_action_led_away() -> None:
+    from datagen.config import VlmPolicy as VlmConfig
+    from datagen.policy import Recovering
+    from datagen.policy.vlm import VlmPolicy
+
+    policy = VlmPolicy(VlmConfig(type="vlm"), engines=None)  # type: ignore[arg-type]
+    policy.strayed("off_scope", "https://github.com/")  # nothing to annotate yet: no error
+    policy.previous.append('{"type": "click"}')
+    policy.strayed("off_scope", "https://github.com/")
+    assert policy.previous == [
+        '{"type": "click"} -> off_scope https://github.com/; the page was brought back'
+    ]
+    assert isinstance(policy, Recovering) and isinstance(explorer(), Recovering)
