@@ -28,6 +28,7 @@ BENCHES: dict[str, list[str]] = {
     "sink": ["bench.sink"],
     "scale_out": ["bench.scale_out"],
     "memory": ["bench.memory"],
+    "grounding": ["bench.grounding", "--quiet"],
 }
 
 Row = tuple[str, str, str, bool | None]  # what, measured, target, met (None: no target)
@@ -86,9 +87,31 @@ def memory(r: dict[str, Any]) -> list[Row]:
     return [("browser memory per concurrent session", f"PSS {r['pss_mb_per_session']:.0f} MB (USS {r['uss_mb_per_session']:.0f})", "—", None)]  # fmt: skip
 
 
+def grounding(r: dict[str, Any]) -> list[Row]:
+    s, met = r["summary"], r["summary"]["met"]
+    rows: list[Row] = [
+        ("grounding precision (oracle)", f"{s['precision']:.4f}", "≥ 0.995", met["precision"])
+    ]
+    for kind, (found, counted, ratio) in s["recall"].items():
+        goal = "≥ 0.97" if kind == "native" else "≥ 0.9"
+        measured = f"{ratio:.3f} ({found:.0f}/{counted:.0f})"
+        rows.append((f"grounding recall, {kind}", measured, goal, met[f"recall {kind}"]))
+    observations = s["observations"]
+    cost = s["observe_ms_median"] / s["screenshot_ms_median"]
+    return [
+        *rows,
+        ("grounding rows sharing an expression", f"{s['duplicate_rate']:.4f}", "0", met["duplicates"]),
+        ("grounding rows naming the wrong thing", f"{s['misnamed_rows']}", "0", met["names"]),
+        ("grounding rows boxing a wrapped link's lines", f"{s['loose_rows']}", "0", met["one line"]),
+        ("grounding observations disagreeing with image", f"{s['disagreeing_observations']}/{observations}", "0", met["disagreement"]),
+        ("grounding observations before the page settled", f"{s['early_observations']}/{observations}", "0", met["settled"]),
+        ("observe() ms ÷ bare screenshot ms", f"{cost:.2f}", "—", None),
+    ]  # fmt: skip
+
+
 SUMMARY: dict[str, Callable[[Any], list[Row]]] = {
     "browser": browser, "engine": engine, "adaptive": adaptive,
-    "sink": sink, "scale_out": scale_out, "memory": memory,
+    "sink": sink, "scale_out": scale_out, "memory": memory, "grounding": grounding,
 }  # fmt: skip
 
 

@@ -74,16 +74,24 @@
   const UNRENDERED = new Set(['SCRIPT', 'STYLE', 'TEMPLATE', 'NOSCRIPT', 'HEAD', 'TITLE']);
   // Visible text beside an unlabeled field, in its cell or row: before a text field, after a
   // checkbox or radio (where people put them). Stops at another control.
+  // Each level looks on the preferred side, then the other, before the level above (the text
+  // beside a switch's label wrapper is nearer than the next row's).
+  const CONTROLS = NATIVE + ',' + ARIA.map((r) => `[role=${r}]`).join(',');
+  const besideText = (n, after) => {
+    for (let s = after ? n.nextSibling : n.previousSibling; s;
+      s = after ? s.nextSibling : s.previousSibling) {
+      if (s.nodeType === 1 && UNRENDERED.has(s.tagName)) continue;
+      if (s.nodeType === 1 && (s.matches(CONTROLS) || s.querySelector(CONTROLS))) return '';
+      const t = clean(s.nodeType === 3 ? s.textContent : s.innerText, 80);
+      if (t) return t.replace(/[:*]+$/, '').trim();
+    }
+    return '';
+  };
   const nearbyText = (el, after) => {
-    const step = (n) => (after ? n.nextSibling : n.previousSibling);
     for (let n = el, depth = 0; n && depth < 3; n = parentOf(n), depth += 1) {
       if (n.tagName === 'BODY') break;
-      for (let s = step(n); s; s = step(s)) {
-        if (s.nodeType === 1 && UNRENDERED.has(s.tagName)) continue;
-        if (s.nodeType === 1 && (s.matches(NATIVE) || s.querySelector(NATIVE))) break;
-        const t = clean(s.nodeType === 3 ? s.textContent : s.innerText, 80);
-        if (t) return t.replace(/[:*]+$/, '').trim();
-      }
+      const t = besideText(n, after) || besideText(n, !after);
+      if (t) return t;
     }
     return '';
   };
@@ -138,7 +146,7 @@
     if (FIELD_TAGS.has(tag) || role === 'textbox' || role === 'searchbox') {
       if (clean(el.getAttribute('placeholder'))) return ['', ''];  // the expression says it
       const toggle = tag === 'input' && TOGGLES.has(el.type);
-      const near = nearbyText(el, toggle) || (toggle ? '' : nearbyText(el, true));
+      const near = nearbyText(el, toggle);
       if (near) return [near, 'nearby'];
       const field = clean((el.getAttribute('name') || '').replace(/[_\-.[\]]+/g, ' '));
       if (field && /[a-z]/i.test(field)) return [field.toLowerCase(), 'field-name'];
@@ -188,24 +196,24 @@
     const x2 = Math.min(vw, r.right + dx), y2 = Math.min(vh, r.bottom + dy);
     return x2 - x1 >= 1 && y2 - y1 >= 1 ? { x: x1, y: y1, width: x2 - x1, height: y2 - y1 } : null;
   };
-  // The box a click should aim at: the element's own box, or for a wrapped inline element the
-  // first of its line boxes whose centre reaches it. null: nothing of it is in the viewport.
+  // The box a click should aim at: the element's own box, or for an element wrapped onto
+  // several lines its widest line box whose centre reaches it (the union would hold the text
+  // around it too). null: nothing of it is in the viewport.
   const place = (el, frames, extra) => {
     const f = frames.length ? frames[frames.length - 1] : { dx: 0, dy: 0 };
     const own = clip(el.getBoundingClientRect(), f.dx, f.dy);
     if (!own) return null;
     const centre = (b) => [b.x + b.width / 2, b.y + b.height / 2];
-    if (reaches(el, frames, ...centre(own), extra)) return { box: own, hit: true, rect: -1 };
     const rects = el.getClientRects();
     if (rects.length > 1) {
-      for (let i = 0; i < rects.length; i += 1) {
-        const b = clip(rects[i], f.dx, f.dy);
-        if (b && b.width >= 2 && b.height >= 2 && reaches(el, frames, ...centre(b), extra)) {
-          return { box: b, hit: true, rect: i };
-        }
+      const lines = [...rects].map((r, i) => [clip(r, f.dx, f.dy), i])
+        .filter(([b]) => b && b.width >= 2 && b.height >= 2)
+        .sort(([a], [b]) => b.width * b.height - a.width * a.height);
+      for (const [b, i] of lines) {
+        if (reaches(el, frames, ...centre(b), extra)) return { box: b, hit: true, rect: i };
       }
     }
-    return { box: own, hit: false, rect: -1 };
+    return { box: own, hit: reaches(el, frames, ...centre(own), extra), rect: -1 };
   };
   const selectorIn = (el) => {  // a CSS path within el's own document or shadow root
     const root = el.getRootNode();
