@@ -1,6 +1,6 @@
 """All benchmarks, one after another, then their ratios against the targets in one table.
 
-    .venv/bin/python -m bench                 # everything, ~12 minutes on 2 cores
+    .venv/bin/python -m bench                 # everything, ~18 minutes on 2 cores
     .venv/bin/python -m bench --only engine adaptive
     .venv/bin/python -m bench --out bench-results
 
@@ -29,6 +29,7 @@ BENCHES: dict[str, list[str]] = {
     "scale_out": ["bench.scale_out"],
     "memory": ["bench.memory"],
     "grounding": ["bench.grounding", "--quiet"],
+    "episodes": ["bench.episodes", "--quiet", "--seeds", "2"],
 }
 
 Row = tuple[str, str, str, bool | None]  # what, measured, target, met (None: no target)
@@ -109,9 +110,26 @@ def grounding(r: dict[str, Any]) -> list[Row]:
     ]  # fmt: skip
 
 
+def episodes(r: dict[str, Any]) -> list[Row]:
+    s, met = r["summary"]["overall"], r["summary"]["met"]
+    rows: list[Row] = [("episodes: grounding precision (oracle, every step)", f"{s['precision']:.4f} ({s['steps']} steps)", "≥ 0.995", met["precision"])]  # fmt: skip
+    for kind, (found, counted, ratio) in s["recall"].items():
+        goal = "≥ 0.97" if kind == "native" else "≥ 0.9"
+        rows.append((f"episodes: grounding recall, {kind}", f"{ratio:.3f} ({found:.0f}/{counted:.0f})", goal, met[f"recall {kind}"]))  # fmt: skip
+    rows += [
+        ("episodes: rows sharing an expression", f"{s['duplicate_rows']}", "0", met["duplicates"]),
+        ("episodes: steps disagreeing with image", f"{s['disagreeing_steps']}/{s['judged']}", "0", met["disagreement"]),
+        ("episodes: steps on error or blank pages", f"{s['error_steps'] + s['blank_steps']}", "0", met["bad pages"]),
+    ]  # fmt: skip
+    if "in scope" in met:
+        offsite = r["summary"]["pages"]["offsite.html"]
+        rows.append(("episodes: steps in scope, offsite.html", f"{offsite['in_scope']:.3f}", "≥ 0.95", met["in scope"]))  # fmt: skip
+    return rows
+
+
 SUMMARY: dict[str, Callable[[Any], list[Row]]] = {
-    "browser": browser, "engine": engine, "adaptive": adaptive,
-    "sink": sink, "scale_out": scale_out, "memory": memory, "grounding": grounding,
+    "browser": browser, "engine": engine, "adaptive": adaptive, "sink": sink,
+    "scale_out": scale_out, "memory": memory, "grounding": grounding, "episodes": episodes,
 }  # fmt: skip
 
 

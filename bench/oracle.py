@@ -32,6 +32,7 @@ too. A correct row of a wrapped link that boxes several of its lines, not one, i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import re
 import time
@@ -543,6 +544,9 @@ async def _discover(page: Page, frames: list[_Frame]) -> None:
                 await f.frame.get_by_role(role).evaluate_all(REGISTER_ROLE_JS)
             except Exception:
                 continue
+        # <summary> has no role Playwright's queries return, yet a click on it opens <details>
+        with contextlib.suppress(Exception):
+            await f.frame.locator("summary").evaluate_all(REGISTER_ROLE_JS)
     cdp = await page.context.new_cdp_session(page)
     try:
         nodes, _ = await _listener_objects(cdp)

@@ -293,6 +293,21 @@
     return r.width * r.height < vw * vh / 4;
   });
 
+  // An open <select> draws its option list as a native popup: in the screenshot, not in the DOM,
+  // so hit tests see through it. Its box is estimated (generously) from Chromium's layout: rows
+  // of ~1.85 × the font size, at most 20, below the select if they fit, else above.
+  const popups = [];
+  const popupOf = (el, dx, dy) => {
+    const r = el.getBoundingClientRect();
+    const font = parseFloat(getComputedStyle(el).fontSize) || 13;
+    const rows = Math.min(20, Math.max(1, el.options.length));
+    const height = rows * Math.max(24, font * 2) + 4;
+    const longest = Math.max(0, ...[...el.options].map((o) => (o.text || '').length));
+    const width = Math.max(r.width, longest * font * 0.65 + 36);
+    const below = r.bottom + dy + height <= vh;
+    const y1 = below ? r.bottom + dy : Math.max(0, r.top + dy - height);
+    return { x1: r.left + dx, y1, x2: r.left + dx + width, y2: below ? y1 + height : r.top + dy };
+  };
   const out = [];
   const sources = [];  // the element each entry of `out` describes (for its context)
   const live = [];
@@ -323,6 +338,9 @@
     const textual = tag === 'textarea' || (tag === 'input' && !TOGGLES.has(el.type) &&
       !['button', 'submit', 'reset', 'image', 'file', 'range', 'color'].includes(el.type));
     const frame = c.frames.length ? c.frames[c.frames.length - 1] : { dx: 0, dy: 0 };
+    if (tag === 'select' && !el.multiple && el.size <= 1 && el.matches(':open')) {
+      popups.push({ el, ...popupOf(el, frame.dx, frame.dy) });
+    }
     const rectIndex = placed.rect;
     live.push(() => {  // the same box, measured again (stability.js)
       if (!shown.isConnected) return null;
@@ -352,6 +370,12 @@
       context: '',
     });
   }
+
+  out.forEach((e, i) => {
+    const b = e.box;
+    if (popups.some((p) => p.el !== sources[i] && b.x < p.x2 && b.x + b.width > p.x1 &&
+      b.y < p.y2 && b.y + b.height > p.y1)) e.hit = false;  // under the open list
+  });
 
   // Context (nearest heading, legend or labelled region) only where two elements would
   // otherwise read the same: it costs a search per ancestor.

@@ -171,3 +171,45 @@ def test_overrun_log_names_a_blocked_loop_and_not_a_coroutines_own_timeout(
         with pytest.raises(TimeoutError):
             browser_plugin.run(blocks_the_loop(), timeout=0.3)
     assert "the loop itself is blocked" in caplog.text and "in blocks_the_loop" in caplog.text
+
+
+def test_an_open_select_list_occludes_what_it_covers(browser_plugin, pages) -> None:  # type: ignore[no-untyped-def]
+    """Chromium draws an open <select>'s options as a native popup: in the screenshot, not in
+    the DOM, so hit tests see through it. Elements under the list must not be grounded."""
+    host = browser_plugin.host
+
+    async def scenario():  # type: ignore[no-untyped-def]
+        async with host.session() as session:
+            await session.goto(pages.base_url + "select-open.html")
+            closed = await session.observe()
+            select = next(e for e in closed.elements if e.tag == "select")
+            x, y = select.box.centre
+            await session.act(Click(x=x, y=y))
+            opened = await session.observe()
+            under = next(e for e in opened.elements if e.selector == "#under")
+            return closed, opened, under
+
+    closed, opened, under = browser_plugin.run(scenario())
+    by_id = {e.selector: e for e in closed.elements}
+    assert by_id["#under"].hit and by_id["#far"].hit
+    after = {e.selector: e for e in opened.elements}
+    assert not after["#under"].hit  # covered by the open list: an occluded row, not data
+    assert after["#far"].hit  # out of the list's reach
+
+    # Independent check on the pixels: below the select, "Pay now" looks different once the list
+    # is open (its rows are drawn there), while the far button's pixels do not change.
+    left = int(next(e for e in closed.elements if e.tag == "select").box.x)  # where it drops
+
+    def region(shot: bytes, box: object, width: int) -> Image.Image:
+        b = box  # CSS px = image px at scale 1
+        crop = (left, int(b.y), left + width, int(b.y + b.height))  # type: ignore[attr-defined]
+        return Image.open(io.BytesIO(shot)).convert("L").crop(crop)
+
+    def change(box: object) -> float:
+        a, b = region(closed.screenshot, box, 40), region(opened.screenshot, box, 40)
+        return sum(abs(p - q) for p, q in zip(a.getdata(), b.getdata(), strict=True)) / (
+            a.width * a.height
+        )
+
+    assert change(under.box) > 10
+    assert change(after["#far"].box) < 2
