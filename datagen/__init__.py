@@ -8,7 +8,9 @@ if TYPE_CHECKING:
     import pyarrow.dataset
 
 __version__ = "0.1.0"
-SCHEMA_VERSION = "1.0"
+# 1.1: steps.settle_ms and observation_stable, grounding.expression_kind, episode status
+# left_scope, reject reasons for off-scope/error/blank pages, unstable boxes (added columns only)
+SCHEMA_VERSION = "1.1"
 
 
 def read_committed(
