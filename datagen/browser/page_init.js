@@ -8,7 +8,8 @@
 // - when the DOM last changed (a MutationObserver on the document), and which short timers
 //   (setTimeout up to 1 s) are still to fire: apps that render after `load` from a timer (AMD
 //   loaders, "data arrives" simulations, debounced renders) are not settled until they fire.
-//   A function that keeps re-arming itself (a poll) stops counting after its third run.
+//   A poll stops counting: a function after its third run, and a timer set from a timer set
+//   from a timer … (a chain of fresh closures) from the fourth link on.
 // Both live under a Symbol.for key that no page code uses by accident.
 (() => {
   const KEY = Symbol.for('datagen.page');
@@ -31,20 +32,24 @@
   });
   const SHORT_MS = 1000;
   const runs = new WeakMap();  // callback -> times it has run
+  let depth = 0;  // how deep in a chain of timers the running callback is (0: not in one)
   const nativeSet = window.setTimeout, nativeClear = window.clearTimeout;
   state.sleep = (ms) => new Promise((resolve) => { nativeSet.call(window, resolve, ms); });
   window.setTimeout = new Proxy(nativeSet, {
     apply(target, self, args) {
       const [callback, delay] = args;
       if (typeof callback !== 'function' || !(Number(delay || 0) <= SHORT_MS)
-        || (runs.get(callback) || 0) >= 3) {
+        || (runs.get(callback) || 0) >= 3 || depth >= 3) {
         return Reflect.apply(target, self, args);
       }
       let id = 0;
+      const link = depth + 1;
       const wrapped = function (...rest) {
         state.timers.delete(id);
         runs.set(callback, (runs.get(callback) || 0) + 1);
-        return callback.apply(this, rest);
+        const outer = depth;
+        depth = link;
+        try { return callback.apply(this, rest); } finally { depth = outer; }
       };
       id = Reflect.apply(target, self, [wrapped, ...args.slice(1)]);
       state.timers.add(id);

@@ -213,3 +213,21 @@ def test_an_open_select_list_occludes_what_it_covers(browser_plugin, pages) -> N
 
     assert change(under.box) > 10
     assert change(after["#far"].box) < 2
+
+
+def test_settle_waits_for_a_late_render_but_not_for_a_poll(browser_plugin, pages) -> None:  # type: ignore[no-untyped-def]
+    """The first observation holds what renders from a timer after `load`, and a page that
+    polls forever still settles: the poll is not waited for (its settle ends quiet)."""
+    host = browser_plugin.host
+
+    async def scenario():  # type: ignore[no-untyped-def]
+        async with host.session() as session:
+            await session.goto(pages.base_url + "poll.html")
+            first = await session.observe()
+            _, quiet = await session.settle()
+            return first, quiet
+
+    first, quiet = browser_plugin.run(scenario())
+    assert {e.selector for e in first.elements} == {"#refresh", "#late"}
+    assert first.settle_ms > 0 and first.stable
+    assert quiet  # the endless poll did not hold the page "busy" until the timeout
