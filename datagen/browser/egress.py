@@ -10,6 +10,12 @@ list, and connects to the address it vetted.
 
     Chromium ─► CONNECT host:port (https, wss) ─► vet ─► tunnel to the vetted address
              ─► GET http://host:port/path      ─► vet ─► forward, one request per connection
+
+What it cannot do it answers itself, and remembers per host:port (`refusal`), with the reject
+reason a start page would get: 403 for an address the guard refuses (`blocked_url`), 502 for
+a name without addresses (`dns_failed`) or a host that does not take the connection
+(`unreachable`). Chromium shows a refused CONNECT only as ERR_TUNNEL_CONNECTION_FAILED; the
+session asks the proxy why. Its own answers carry the reason in `X-Datagen-Egress`.
 """
 
 from __future__ import annotations
@@ -17,13 +23,30 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import deque
+import os
+import socket
+import time
+from collections import OrderedDict, deque
+from dataclasses import dataclass
+from urllib.parse import urlsplit
 
-from datagen.browser.guard import UrlGuard
+from datagen.browser.guard import NameNotResolved, UrlGuard
+from datagen.records import RejectReason
 
 log = logging.getLogger(__name__)
 HEADER_LIMIT = 64 * 1024
-FORBIDDEN = b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: 33\r\n\r\nblocked by datagen's egress guard"
+REASON_HEADER = "x-datagen-egress"  # on the proxy's own answers: the reject reason
+REFUSALS_KEPT = 200
+DEFAULT_PORTS = {"http": 80, "ws": 80, "https": 443, "wss": 443}
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why the proxy did not connect a host:port, and when."""
+
+    reason: RejectReason
+    detail: str
+    at: float  # time.monotonic()
 
 
 class EgressProxy:
@@ -33,7 +56,18 @@ class EgressProxy:
         self.guard = guard
         self.blocked: deque[str] = deque(maxlen=200)
         self.blocked_total = 0
+        self._refusals: OrderedDict[tuple[str, int], Refusal] = OrderedDict()
         self._server: asyncio.Server | None = None
+
+    def refusal(self, url: str, since: float) -> Refusal | None:
+        """Why the proxy last refused `url`'s host:port, if it did at or after `since`."""
+        parts = urlsplit(url)
+        try:
+            port = parts.port or DEFAULT_PORTS.get(parts.scheme.lower(), 80)
+        except ValueError:
+            return None
+        found = self._refusals.get(((parts.hostname or "").lower(), port))
+        return found if found is not None and found.at >= since else None
 
     @property
     def url(self) -> str:
@@ -71,21 +105,51 @@ class EgressProxy:
     async def _open(
         self, host: str, port: int, shown: str, writer: asyncio.StreamWriter
     ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
-        reason, addresses = await self.guard.vet(host, port)
+        host = host.lower().strip("[]")
+        try:
+            reason, addresses = await self.guard.vet(host, port)
+        except NameNotResolved as exc:
+            await self._refuse(writer, host, port, RejectReason.DNS_FAILED, str(exc))
+            return None
         if reason is not None:
             self.blocked_total += 1
             self.blocked.append(f"{reason}: {shown}")
-            writer.write(FORBIDDEN)
-            await writer.drain()
+            await self._refuse(writer, host, port, RejectReason.BLOCKED_URL, reason)
             return None
         try:
+            # by name only for a host the allow list names (the guard found no address for it)
             return await asyncio.open_connection(str(addresses[0]) if addresses else host, port)
-        except OSError:
-            writer.write(
-                b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-            )
-            await writer.drain()
+        except socket.gaierror:
+            detail = f"cannot resolve {host}"
+            await self._refuse(writer, host, port, RejectReason.DNS_FAILED, detail)
             return None
+        except OSError as exc:
+            why = os.strerror(exc.errno) if exc.errno else str(exc)  # "Connection refused"
+            detail = f"cannot connect to {host}:{port}: {why}"
+            await self._refuse(writer, host, port, RejectReason.UNREACHABLE, detail)
+            return None
+
+    async def _refuse(
+        self,
+        writer: asyncio.StreamWriter,
+        host: str,
+        port: int,
+        reason: RejectReason,
+        detail: str,
+    ) -> None:
+        """Answer in the proxy's name, and remember why for the session that asks."""
+        self._refusals[(host, port)] = Refusal(reason, detail, time.monotonic())
+        self._refusals.move_to_end((host, port))
+        while len(self._refusals) > REFUSALS_KEPT:
+            self._refusals.popitem(last=False)
+        status = "403 Forbidden" if reason is RejectReason.BLOCKED_URL else "502 Bad Gateway"
+        body = f"datagen egress proxy: {detail}".encode()
+        head = (
+            f"HTTP/1.1 {status}\r\nContent-Type: text/plain\r\n{REASON_HEADER}: {reason.value}"
+            f"\r\nConnection: close\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
+        writer.write(head.encode("latin-1") + body)
+        await writer.drain()
 
     async def _tunnel(
         self, target: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter

@@ -308,6 +308,35 @@
     const y1 = below ? r.bottom + dy : Math.max(0, r.top + dy - height);
     return { x1: r.left + dx, y1, x2: r.left + dx + width, y2: below ? y1 + height : r.top + dy };
   };
+  // Elements that move by themselves: targets of running CSS animations or transitions of
+  // geometry, and elements whose style a script keeps rewriting (page_init.js). Their boxes
+  // and everything inside them cannot be trusted to match a screenshot, even if they are
+  // still at the instant of the scan (a bounce's turning point).
+  const GEOMETRY = /^(transform|translate|rotate|scale|left|top|right|bottom|inset|margin|offset|width|height|x|y|cx|cy)/i;
+  const movers = new Set();
+  const collectMovers = (doc, win) => {
+    for (const a of doc.getAnimations ? doc.getAnimations() : []) {
+      const target = a.effect && a.effect.target;
+      if (a.playState !== 'running' || !target) continue;
+      const props = a.transitionProperty ? [a.transitionProperty]
+        : a.effect.getKeyframes().flatMap((k) => Object.keys(k));
+      if (props.some((p) => GEOMETRY.test(p))) movers.add(target);
+    }
+    const state = win[KEY];
+    return state ? state.restyled : null;
+  };
+  const restyledBy = new Map();  // document -> its restyle records
+  const moving = (el, frames) => {
+    const now = performance.now();
+    for (let n = el; n; n = n.parentElement || (n.parentNode && n.parentNode.host)) {
+      const doc = n.ownerDocument;
+      if (!restyledBy.has(doc)) restyledBy.set(doc, collectMovers(doc, doc.defaultView || top));
+      if (movers.has(n)) return true;
+      const seen = restyledBy.get(doc) && restyledBy.get(doc).get(n);
+      if (seen && seen.n >= 3 && now - seen.last < 500) return true;
+    }
+    return frames.some((f) => moving(f.el, []));
+  };
   const out = [];
   const sources = [];  // the element each entry of `out` describes (for its context)
   const live = [];
@@ -365,6 +394,7 @@
       checked: checkable
         ? (el.checked !== undefined ? !!el.checked : el.getAttribute('aria-checked') === 'true')
         : null,
+      stable: !moving(shown, c.frames),
       href: tag === 'a' && el.href ? String(el.href.baseVal !== undefined
         ? new URL(el.href.baseVal, el.baseURI).href : el.href) : '',
       context: '',

@@ -12,7 +12,11 @@ redirect hops, WebSockets):
   host names are resolved first, and blocked if any address they resolve to is.
 
 `allow` entries open what a pipeline needs: `host`, `host:port`, or a CIDR (`10.0.0.0/8`).
-The bundled sites are served on loopback and allowed through this same list.
+The bundled sites are served on loopback and allowed through this same list. `localhost`,
+`127.0.0.1` and `::1` name one machine: an entry with one of them covers the others.
+
+A name that does not resolve is no decision of the guard's: `check` and `vet` raise
+`NameNotResolved`, and callers report it as a DNS failure (`dns_failed`), never as a block.
 
 Known limit: the browser resolves names itself after our check, so a DNS answer that changes
 between the two (rebinding) is not caught here; run untrusted task lists on workers whose
@@ -32,8 +36,14 @@ WEB_SCHEMES = {"http", "https", "ws", "wss"}
 HARMLESS = {"about:blank", "about:srcdoc"}
 DNS_TTL_S = 60.0
 
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")  # one machine, however it is written
+
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+class NameNotResolved(Exception):
+    """DNS has no address for the host: the network's answer, not the guard's refusal."""
 
 
 @dataclass
@@ -51,21 +61,27 @@ class UrlGuard:
             self.permit(entry)
 
     def permit(self, entry: str) -> None:
-        """Allow `host`, `host:port` or a CIDR network."""
+        """Allow `host`, `host:port` or a CIDR network (localhost and loopback: all its names)."""
         entry = entry.strip().lower()
         try:
-            self._networks.append(ipaddress.ip_network(entry, strict=False))
-            return
+            network = ipaddress.ip_network(entry.strip("[]"), strict=False)
         except ValueError:
             pass
+        else:
+            self._networks.append(network)
+            if any(ipaddress.ip_address(name) in network for name in LOOPBACK_NAMES[1:]):
+                self._hosts.update(LOOPBACK_NAMES)
+            return
         host, sep, port = entry.rpartition(":")
         if sep and port.isdigit() and (host.startswith("[") or ":" not in host):
-            self._host_ports.add((host.strip("[]"), int(port)))  # host:port or [v6]:port
+            for alias in _aliases(host.strip("[]")):  # host:port or [v6]:port
+                self._host_ports.add((alias, int(port)))
         else:
-            self._hosts.add(entry.strip("[]"))
+            self._hosts.update(_aliases(entry.strip("[]")))
 
     async def check(self, url: str, top_level: bool) -> str | None:
-        """None when the URL may load, else the reason it may not."""
+        """None when the URL may load, else the reason it may not; `NameNotResolved` when its
+        host has no address (nothing to judge)."""
         if url in HARMLESS:
             return None
         parts = urlsplit(url)
@@ -84,13 +100,15 @@ class UrlGuard:
         return reason
 
     async def vet(self, host: str, port: int) -> tuple[str | None, list[IpAddress]]:
-        """(None, addresses to connect to) when host:port may be reached, else (reason, [])."""
+        """(None, addresses to connect to) when host:port may be reached, else (reason, []).
+        Raises `NameNotResolved` for a host without addresses that is not in the allow list
+        (an allowed one comes back with none: the caller dials it by name)."""
         host = host.lower().strip("[]")
         addresses = await self._resolve(host)
         if host in self._hosts or (host, port) in self._host_ports:
             return None, addresses
         if not addresses:
-            return f"cannot resolve {host}", []
+            raise NameNotResolved(f"cannot resolve {host}")
         for address in addresses:
             if self._allowed(address, port) or _public(address):
                 continue
@@ -157,6 +175,11 @@ class UrlGuard:
         )
         self._dns[host] = (time.monotonic() + DNS_TTL_S, addresses)
         return addresses
+
+
+def _aliases(host: str) -> tuple[str, ...]:
+    """The names an allow entry for `host` covers: all of the loopback names for any one."""
+    return LOOPBACK_NAMES if host in LOOPBACK_NAMES else (host,)
 
 
 def _public(address: IpAddress) -> bool:

@@ -13,7 +13,7 @@ from typing import Any
 
 from playwright.async_api import BrowserContext, Dialog, Page, Request, Route, WebSocketRoute
 
-from datagen.browser.guard import UrlGuard
+from datagen.browser.guard import NameNotResolved, UrlGuard
 
 log = logging.getLogger(__name__)
 MAX_RECORDED = 50
@@ -47,7 +47,11 @@ async def harden(
     if guard is not None:
 
         async def on_request(route: Route, request: Request) -> None:
-            reason = await guard.check(request.url, top_level=_top_level(request))
+            try:
+                reason = await guard.check(request.url, top_level=_top_level(request))
+            except NameNotResolved:  # no block: fails as it would without the guard
+                await route.abort("namenotresolved")
+                return
             if reason is None:
                 await route.continue_()
             else:
@@ -55,7 +59,11 @@ async def harden(
                 await route.abort("blockedbyclient")
 
         async def on_socket(socket: WebSocketRoute) -> None:
-            reason = await guard.check(socket.url, top_level=False)
+            try:
+                reason = await guard.check(socket.url, top_level=False)
+            except NameNotResolved as exc:
+                await socket.close(code=1011, reason=str(exc)[:100])
+                return
             if reason is None:
                 socket.connect_to_server()
             else:

@@ -84,4 +84,8 @@ def launch_options(executable: str, headless: bool, extra_args: list[str]) -> di
         "headless": headless,
         "args": args,
         "ignore_default_args": ignore,
+        # Ctrl-C reaches every process of the terminal's group, Playwright's driver too, which
+        # would then close the browser under running episodes (their navigations fail as if
+        # the task had). The worker closes its browser itself, when its shards have stopped.
+        "handle_sigint": False,
     }

@@ -62,7 +62,29 @@
       return Reflect.apply(target, self, args);
     },
   });
-  const observer = new MutationObserver(() => { state.lastMutation = performance.now(); });
+  // Script-driven animation: an element whose style attribute is rewritten again and again
+  // (three times, without a pause of a second) is moving, even at a moment it is still.
+  state.restyled = new WeakMap();  // element -> {n: restyles in a row, last: when}
+  // Its restyles do not keep the page from settling (the scan flags it instead): a page with
+  // a ticker or a bouncing badge would otherwise cost the whole settle timeout every step.
+  const observer = new MutationObserver((records) => {
+    const now = performance.now();
+    for (const r of records) {
+      if (r.type !== 'attributes' || r.attributeName !== 'style') {
+        state.lastMutation = now;
+        continue;
+      }
+      const seen = state.restyled.get(r.target);
+      if (!seen || now - seen.last > 1000) {  // a pause of a second: a new episode of restyles
+        state.restyled.set(r.target, { n: 1, last: now });
+        state.lastMutation = now;
+      } else {
+        seen.n += 1;
+        seen.last = now;
+        if (seen.n < 3) state.lastMutation = now;
+      }
+    }
+  });
   observer.observe(document, {
     subtree: true, childList: true, attributes: true, characterData: true,
   });

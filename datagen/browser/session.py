@@ -13,6 +13,7 @@ import asyncio
 import base64
 import contextlib
 import logging
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -35,12 +36,20 @@ from playwright.async_api import Error as PlaywrightError
 from pydantic import BaseModel, ValidationError
 
 from datagen.browser.actions import execute
-from datagen.browser.egress import EgressProxy
-from datagen.browser.guard import UrlGuard
+from datagen.browser.egress import REASON_HEADER, EgressProxy
+from datagen.browser.guard import NameNotResolved, UrlGuard
 from datagen.browser.hostile import PageEvents, harden
 from datagen.browser.launch import find_executable, launch_options
 from datagen.config import BrowserConfig
-from datagen.records import Action, Box, Element, Goto, Observation, SuccessCheck
+from datagen.records import (
+    Action,
+    Box,
+    Element,
+    Goto,
+    Observation,
+    RejectReason,
+    SuccessCheck,
+)
 
 log = logging.getLogger(__name__)
 _HERE = Path(__file__).parent
@@ -78,12 +87,36 @@ class BrowserDied(Exception):
     """Chromium is gone: the shard must fail (and be retried), not be committed as rejects."""
 
 
-class NavigationFailed(Exception):
-    """The start URL could not be loaded (a `navigation_failed` or `blocked_url` reject)."""
+# Chromium's network errors that say the host was never reached, by the reason they become
+NET_ERRORS = {
+    "ERR_NAME_NOT_RESOLVED": RejectReason.DNS_FAILED,
+    "ERR_NAME_RESOLUTION_FAILED": RejectReason.DNS_FAILED,
+    "ERR_CONNECTION_REFUSED": RejectReason.UNREACHABLE,
+    "ERR_CONNECTION_FAILED": RejectReason.UNREACHABLE,
+    "ERR_CONNECTION_TIMED_OUT": RejectReason.UNREACHABLE,
+    "ERR_ADDRESS_UNREACHABLE": RejectReason.UNREACHABLE,
+    "ERR_ADDRESS_INVALID": RejectReason.UNREACHABLE,
+    "ERR_INTERNET_DISCONNECTED": RejectReason.UNREACHABLE,
+}
+NET_ERROR = re.compile(r"net::(ERR_[A-Z_]+)")
 
-    def __init__(self, message: str, blocked: bool = False) -> None:
+
+class NavigationFailed(Exception):
+    """The start URL could not be loaded; `reason` is its reject: `blocked_url` (the guard),
+    `dns_failed`, `unreachable` or `navigation_failed` (an HTTP error, anything else)."""
+
+    def __init__(self, message: str, reason: RejectReason = RejectReason.NAVIGATION_FAILED) -> None:
         super().__init__(message)
-        self.blocked = blocked
+        self.reason = reason
+
+    @property
+    def blocked(self) -> bool:
+        return self.reason is RejectReason.BLOCKED_URL
+
+
+def target_closed(exc: BaseException) -> bool:
+    """Playwright's "target page, context or browser has been closed" (its class is private)."""
+    return type(exc).__name__ == "TargetClosedError"
 
 
 class BrowserHost:
@@ -93,6 +126,8 @@ class BrowserHost:
         self.config = config
         self.guard = UrlGuard([*config.allow, *(allow or [])]) if config.url_guard else None
         self.episodes = 0  # sessions opened since this browser started (for recycling)
+        self.launches = 0  # browsers started: a shard commits only on the one it began with
+        self.stopping = False  # close() has begun: what fails now is no task's fault
         self._marker = (
             f"--datagen-browser={uuid.uuid4().hex}"  # finds our processes; Chromium ignores it
         )
@@ -125,11 +160,14 @@ class BrowserHost:
         self._browser = await self._playwright.chromium.launch(**options)  # type: ignore[arg-type]
         self.version = f"chromium/{self._browser.version}"
         self.episodes = 0
+        self.launches += 1
+        self.stopping = False
         log.info("browser started: %s (%s)", self.version, executable)
 
     @property
     def connected(self) -> bool:
-        return self._browser is not None and self._browser.is_connected()
+        """The browser runs and is not being closed."""
+        return self._browser is not None and self._browser.is_connected() and not self.stopping
 
     def memory_mb(self, max_age_s: float = 1.0) -> float:
         """The browser's own memory: USS summed over its processes (RSS would count shared
@@ -203,6 +241,7 @@ class BrowserHost:
 
     async def close(self) -> None:
         """Close browser then driver; each step guarded so one failure doesn't leak the other."""
+        self.stopping = True  # before anything closes: episodes failing from here are not data
         if self._browser is not None:
             try:
                 await self._browser.close()
@@ -242,13 +281,15 @@ class BrowserHost:
             cdp = await context.new_cdp_session(page)
             if self._loads is None:
                 self._loads = asyncio.Semaphore(CONCURRENT_LOADS)
-            yield Session(context, page, cdp, cfg, self._loads, events, self.guard)
+            yield Session(context, page, cdp, cfg, self._loads, events, self.guard, self.egress)
         finally:
             try:
                 # A renderer stuck in a JS loop can make close slow: bounded, then move on.
                 await asyncio.wait_for(context.close(), CONTEXT_CLOSE_TIMEOUT_S)
             except Exception:
-                log.warning("context close failed", exc_info=True)
+                # closed along with the browser (a shutdown): nothing worth a warning
+                level = logging.WARNING if self.connected else logging.DEBUG
+                log.log(level, "context close failed", exc_info=True)
 
 
 class Session:
@@ -263,6 +304,7 @@ class Session:
         loads: asyncio.Semaphore | None = None,
         events: PageEvents | None = None,
         guard: UrlGuard | None = None,
+        egress: EgressProxy | None = None,
     ) -> None:
         self.context = context
         self.page = page
@@ -271,6 +313,7 @@ class Session:
         self._loads = loads or asyncio.Semaphore(CONCURRENT_LOADS)
         self.events = events or PageEvents()
         self.guard = guard
+        self.egress = egress
         self._requests: dict[int, float] = {}  # open requests of this page: id -> when sent
         page.on("request", self._request_started)
         page.on("requestfinished", self._request_ended)
@@ -288,35 +331,75 @@ class Session:
         return any(now - sent < LONG_REQUEST_S for sent in self._requests.values())
 
     async def goto(self, url: str) -> None:
-        """Load the start URL; an error status or a failed load raises NavigationFailed.
+        """Load the start URL; an error status or a failed load raises NavigationFailed with
+        its reason (blocked, DNS, unreachable, anything else).
 
         The main document's status is taken from the response event too: Chromium sometimes
         swaps an error response for its own error page, and `goto` then only says
-        "interrupted by another navigation".
+        "interrupted by another navigation". A page, context or browser closed under the load
+        (a shutdown, an interrupt, a crash) is no answer about the URL: Playwright's error goes
+        up unchanged, and the pipeline fails the shard instead of rejecting the task.
         """
-        reason = await self._vet(url)
+        try:
+            reason = await self._vet(url)
+        except NameNotResolved as exc:
+            raise NavigationFailed(f"{exc}: {url[:300]}", RejectReason.DNS_FAILED) from None
         if reason is not None:  # data:, file: and the like never reach a route handler
-            raise NavigationFailed(f"{reason}: {url[:300]}", blocked=True)
-        statuses: list[int] = []
+            raise NavigationFailed(f"{reason}: {url[:300]}", RejectReason.BLOCKED_URL)
+        answers: list[tuple[int, str]] = []  # main document: (status, the proxy's reason or "")
 
         def on_response(response: Response) -> None:
             if response.request.is_navigation_request() and response.frame == self.page.main_frame:
-                statuses.append(response.status)
+                proxy = response.headers.get(REASON_HEADER, "")
+                answers.append((response.status, proxy))
 
+        requested: list[str] = [url]  # main document requests, redirect hops included
+
+        def on_request(request: Request) -> None:
+            with contextlib.suppress(Exception):  # a worker's request has no frame
+                if request.is_navigation_request() and request.frame == self.page.main_frame:
+                    requested.append(request.url)
+
+        began = time.monotonic()
         self.page.on("response", on_response)
+        self.page.on("request", on_request)
         try:
             async with self._loads:  # the timeout starts when the load does, not in the queue
                 await self.page.goto(url, wait_until="load")
         except Exception as exc:
-            if statuses and statuses[-1] >= 400:
-                raise NavigationFailed(f"{url}: HTTP {statuses[-1]}") from None
-            if "ERR_BLOCKED_BY_CLIENT" in str(exc) and self.events.blocked:
-                raise NavigationFailed(self.events.blocked[-1], blocked=True) from None
-            raise NavigationFailed(f"{url}: {str(exc).splitlines()[0]}") from None
+            if target_closed(exc) or self.page.is_closed():
+                raise
+            raise self._failed(url, exc, answers, requested[-1], began) from None
         finally:
             self.page.remove_listener("response", on_response)
-        if statuses and statuses[-1] >= 400:
-            raise NavigationFailed(f"{url}: HTTP {statuses[-1]}")
+            self.page.remove_listener("request", on_request)
+        if answers and answers[-1][0] >= 400:
+            raise self._failed(url, None, answers, requested[-1], began)
+
+    def _failed(
+        self,
+        url: str,
+        exc: Exception | None,
+        answers: list[tuple[int, str]],
+        last: str,
+        began: float,
+    ) -> NavigationFailed:
+        """Why a start URL did not load, from what the browser and the egress proxy saw."""
+        refusal = self.egress.refusal(last, since=began) if self.egress is not None else None
+        if answers and answers[-1][0] >= 400:
+            status, proxy = answers[-1]
+            if proxy and refusal is not None:  # the proxy's own answer, not the site's
+                return NavigationFailed(f"{url}: {refusal.detail}", refusal.reason)
+            return NavigationFailed(f"{url}: HTTP {status}")
+        text = str(exc).splitlines()[0] if exc is not None else ""
+        if "ERR_BLOCKED_BY_CLIENT" in text and self.events.blocked:
+            return NavigationFailed(self.events.blocked[-1], RejectReason.BLOCKED_URL)
+        code = NET_ERROR.search(text)
+        if code and code.group(1) in NET_ERRORS:
+            return NavigationFailed(f"{url}: {text}", NET_ERRORS[code.group(1)])
+        if code and code.group(1) == "ERR_TUNNEL_CONNECTION_FAILED" and refusal is not None:
+            return NavigationFailed(f"{url}: {refusal.detail}", refusal.reason)
+        return NavigationFailed(f"{url}: {text}")
 
     async def screenshot(self, scroll_x: float = 0.0, scroll_y: float = 0.0) -> bytes:
         """The viewport at device pixels. CDP's capture ignores the emulated device scale
@@ -397,7 +480,9 @@ class Session:
     async def observe(self) -> Observation:
         """Screenshot and DOM elements of one moment: settle, scan, capture, then measure the
         boxes again. If anything moved meanwhile, take it all again once; elements that still
-        moved are marked `stable=False` (their boxes may not match the image)."""
+        moved, and those the scan saw animated (a running CSS animation of their geometry, or a
+        script rewriting their style frame after frame), are marked `stable=False`: their boxes
+        may not match the image."""
         start = time.perf_counter()
         settle_ms, _ = await self.settle()
         retakes = 0
@@ -408,6 +493,7 @@ class Session:
             if not moved or retakes >= RETAKES:
                 break
             retakes += 1
+        moved |= {e.index for e in elements if not e.stable}  # animated: moving by nature
         if moved:
             elements = tuple(
                 e.model_copy(update={"stable": False}) if e.index in moved else e for e in elements

@@ -1,5 +1,6 @@
 // Wait, bounded, until the page holds still: web fonts loaded, no DOM mutation for `quietMs`
-// and no short timer still to fire (page_init.js keeps both), and a frame painted after that. Returns
+// and no short timer still to fire (page_init.js keeps both), no finite CSS transition or
+// animation still running, and a frame painted after that. Returns
 // {quiet: false} when `timeoutMs` ran out first (a page that animates or polls forever).
 async ({ quietMs, timeoutMs }) => {
   const start = performance.now();
@@ -12,12 +13,19 @@ async ({ quietMs, timeoutMs }) => {
   if (document.fonts && document.fonts.status !== 'loaded') {
     await Promise.race([document.fonts.ready, sleep(timeoutMs)]);
   }
+  // A transition or animation that will end (a panel sliding in once) is waited for;
+  // infinite ones are not (their boxes are flagged by the scan instead).
+  const finishing = () => document.getAnimations().some((a) => {
+    if (a.playState !== 'running' || !a.effect) return false;
+    const t = a.effect.getComputedTiming();
+    return Number.isFinite(t.endTime) && t.localTime !== null && t.localTime < t.endTime;
+  });
   for (;;) {
     await frame();
     const now = performance.now();
     const last = state ? state.lastMutation : start;
     const timers = state ? state.timers.size : 0;
-    if (now - last >= quietMs && !timers) return { quiet: true };
+    if (now - last >= quietMs && !timers && !finishing()) return { quiet: true };
     if (now - start >= timeoutMs) return { quiet: false };
     await sleep(Math.max(10, Math.min(timers ? 20 : quietMs - (now - last), timeoutMs - (now - start))));
   }
