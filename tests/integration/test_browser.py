@@ -231,3 +231,23 @@ def test_settle_waits_for_a_late_render_but_not_for_a_poll(browser_plugin, pages
     assert {e.selector for e in first.elements} == {"#refresh", "#late"}
     assert first.settle_ms > 0 and first.stable
     assert quiet  # the endless poll did not hold the page "busy" until the timeout
+
+
+def test_animated_elements_are_unstable_even_when_still(browser_plugin, pages) -> None:  # type: ignore[no-untyped-def]
+    """A box measured still at one instant can be mid-animation: elements under a running CSS
+    animation of geometry, or under an element whose style a script rewrites every frame, are
+    not trusted to match a screenshot. The page still settles (its restyles are not waited for)."""
+    host = browser_plugin.host
+
+    async def scenario():  # type: ignore[no-untyped-def]
+        async with host.session() as session:
+            await session.goto(pages.base_url + "movers.html")
+            obs = await session.observe()
+            _, quiet = await session.settle()
+            return obs, quiet
+
+    obs, quiet = browser_plugin.run(scenario())
+    stable = {e.selector: e.stable for e in obs.elements}
+    assert stable == {"#static": True, "#css": False, "#inside": False}
+    assert not obs.stable
+    assert quiet
