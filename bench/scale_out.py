@@ -31,7 +31,7 @@ import psutil
 
 from datagen.config import load_pipeline
 from datagen.plan import make_plan
-from datagen.records import ShardResult
+from datagen.records import Resumed, ShardResult
 from datagen.runtime.driver import execute
 
 DEMO = Path(__file__).resolve().parents[1] / "pipelines" / "demo.yaml"
@@ -46,7 +46,7 @@ class Clock:
         self.steps = 0
         self.busy = (0.0, 0.0)  # machine-wide busy CPU seconds at ready, at the last shard
 
-    def started(self, dashboard: str, episodes: int, skipped_episodes: int) -> None:
+    def started(self, dashboard: str, episodes: int, resumed: Resumed) -> None:
         self.ready = time.perf_counter()
         self.busy = (busy_seconds(), 0.0)
 

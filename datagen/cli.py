@@ -267,6 +267,12 @@ def run(
             summary = execute(plan, progress)
     except DatagenError as exc:
         raise _fail(exc) from None
+    except KeyboardInterrupt:
+        err_console.print(
+            "[yellow]interrupted:[/] committed shards are kept; those that were running are "
+            "not committed. Run the same command again to finish."
+        )
+        raise typer.Exit(130) from None
     _show_summary(summary, len(plan.tasks))
     empty = bool(plan.tasks) and not summary.manifest["tables"]["episodes"]["rows"]
     if summary.failed_shards or not summary.manifest.get("complete") or empty:
@@ -295,7 +301,11 @@ def _show_summary(summary: RunSummary, tasks: int) -> None:
             f"out of scope, error or blank pages, never data: {reasons} (see run.scope)"
         )
     if summary.skipped_shards:
-        console.print(f"{len(summary.skipped_shards)} shards were already committed and skipped")
+        before, n = summary.resumed, len(summary.skipped_shards)
+        console.print(
+            f"already committed and skipped: {n} shard{'s' * (n != 1)} "
+            f"({before.episodes} episodes, {before.rejected} ended as rejects)"
+        )
     for shard, reason in summary.failed_shards.items():
         err_console.print(f"[red]shard {shard} failed:[/] {reason}")
     state = (

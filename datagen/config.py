@@ -148,7 +148,7 @@ class BrowserConfig(Section):
     )
     allow: list[str] = Field(
         default_factory=list,
-        description="hosts, host:port or CIDRs the guard lets through (the bundled sites are added by datagen)",
+        description="hosts, host:port or CIDRs the guard lets through (the bundled sites are added by datagen; localhost, 127.0.0.1 and ::1 cover each other)",
     )
 
     @model_validator(mode="after")

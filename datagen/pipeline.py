@@ -29,7 +29,13 @@ from datagen import SCHEMA_VERSION, __version__
 from datagen.annotate import grounding_rows
 from datagen.annotate.model import model_expressions
 from datagen.browser.actions import action_json, action_repr
-from datagen.browser.session import BrowserDied, BrowserHost, NavigationFailed, Session
+from datagen.browser.session import (
+    BrowserDied,
+    BrowserHost,
+    NavigationFailed,
+    Session,
+    target_closed,
+)
 from datagen.config import PipelineConfig
 from datagen.course import MAX_RETURNS, Course, led_to
 from datagen.engine.roles import Engines, profile_for
@@ -101,8 +107,13 @@ def _digest(*parts: object) -> str:
 
 
 async def run_shard(shard: int, tasks: list[TaskSpec], ctx: ShardContext) -> ShardResult:
-    """Run every episode of a shard (`sessions_per_worker` at once), then write its parts."""
+    """Run every episode of a shard (`sessions_per_worker` at once), then write its parts.
+
+    Only on a browser that lasted: if it was closed, restarted or stopped answering before
+    the shard ends (a shutdown, an interrupt, a crash), the shard raises BrowserDied and is
+    not committed, since its episodes may have failed for that and not for their tasks."""
     started = time.perf_counter()
+    launch = ctx.host.launches
     gate = asyncio.Semaphore(ctx.config.cluster.sessions_per_worker)
     active = [0, 0]  # in flight now, most at once
 
@@ -132,6 +143,8 @@ async def run_shard(shard: int, tasks: list[TaskSpec], ctx: ShardContext) -> Sha
     outcomes = await asyncio.gather(
         *(one(t, r) for t in tasks for r in range(ctx.config.run.repeats))
     )
+    if ctx.host.launches != launch or not await ctx.host.responsive():
+        raise BrowserDied(f"the browser closed or stopped answering under shard {shard}")
     tables: dict[str, list[Any]] = {"episodes": [], "steps": [], "grounding": [], "rejects": []}
     for o in outcomes:
         tables["episodes"] += [o.episode] if o.episode else []
@@ -233,12 +246,13 @@ async def _failure(
     expired: bool = False,
 ) -> tuple[str, RejectReason, str]:
     """The reject row for an episode that failed: (stage, reason, detail)."""
+    if not ctx.host.connected:
+        # the browser is gone or being closed (a shutdown, an interrupt, a crash): whatever
+        # failed did so for that, not for the task. The shard fails and is retried. (No
+        # `from exc`: Dask cannot pickle Playwright's chained errors, it logs a RecursionError.)
+        raise BrowserDied(f"browser closed during task {task.id}: {_first_line(exc)}") from None
     if isinstance(exc, NavigationFailed):
-        return (
-            "task",
-            RejectReason.BLOCKED_URL if exc.blocked else RejectReason.NAVIGATION_FAILED,
-            str(exc),
-        )
+        return "task", exc.reason, str(exc)
     if isinstance(exc, CheckFailed):
         return "episode", RejectReason.CHECK_ERROR, str(exc)
     if isinstance(exc, PolicyFailure):
@@ -251,10 +265,10 @@ async def _failure(
             RejectReason.TIMEOUT_EPISODE,
             f"episode took over {ctx.config.run.episode_timeout_s:g}s",
         )
-    if not ctx.host.connected or (_closed(exc) and not await ctx.host.responsive()):
+    if target_closed(exc) and not await ctx.host.responsive():
         # the browser itself is gone (or going, e.g. a worker shutting down): fail the shard,
         # it is retried; a page that merely closed itself is the task's doing, below
-        raise BrowserDied(f"browser died during task {task.id}") from exc
+        raise BrowserDied(f"browser died during task {task.id}: {_first_line(exc)}") from None
     first_line = _first_line(exc)
     if opened and opened[0].events.crashed:
         return "episode", RejectReason.RENDERER_CRASH, f"the page's renderer crashed: {first_line}"
@@ -265,7 +279,7 @@ async def _failure(
 async def _hung(session: Session, exc: BaseException) -> bool:
     """Did a browser call fail because the page's main thread is stuck (a script that never
     yields)? Chromium then sometimes answers a screenshot with an error instead of waiting."""
-    if _closed(exc) or session.events.crashed:
+    if target_closed(exc) or session.events.crashed:
         return False
     return not await session.answers()
 
@@ -283,11 +297,6 @@ def _origin(exc: BaseException) -> str:
         f for f in frames if "/datagen/" in f.filename or not f.filename.startswith(LIBRARY_DIRS)
     ] or frames
     return f"at {ours[-1].filename}:{ours[-1].lineno} in {ours[-1].name}" if ours else ""
-
-
-def _closed(exc: BaseException) -> bool:
-    """Playwright's "target page, context or browser has been closed" (its class is private)."""
-    return type(exc).__name__ == "TargetClosedError"
 
 
 async def _watchdog(ctx: ShardContext, task: TaskSpec) -> None:

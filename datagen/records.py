@@ -229,6 +229,8 @@ class RejectReason(StrEnum):
     TIMEOUT_EPISODE = "timeout_episode"
     TIMEOUT_STEP = "timeout_step"
     BLOCKED_URL = "blocked_url"
+    DNS_FAILED = "dns_failed"  # the start URL's host name has no address (not a block)
+    UNREACHABLE = "unreachable"  # its host does not take connections (refused, unreachable)
     RENDERER_CRASH = "renderer_crash"
     TASK_ERROR = "task_error"
     CHECK_ERROR = "check_error"
@@ -422,3 +424,17 @@ class ShardResult(Frozen):
     )
     browser_episodes: int = Field(0, description="episodes this browser has run since it started")
     tasks_with_episodes: int = Field(0, description="tasks of the shard with at least one episode")
+
+
+class Resumed(Frozen):
+    """What earlier runs into an output committed, from the markers of the shards a run skips.
+    Each task × repeat ends once: as an episode row or as a reject."""
+
+    shards: int = 0
+    ended: int = Field(0, description="tasks × repeats of those shards: all of them ended")
+    episodes: int = Field(0, description="of them, those that became episode rows")
+
+    @property
+    def rejected(self) -> int:
+        """Those that ended as a reject."""
+        return self.ended - self.episodes

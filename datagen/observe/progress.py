@@ -12,23 +12,25 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from datagen.records import ShardResult
+from datagen.records import Resumed, ShardResult
 
 
 class RichProgress:
-    """Episodes done, steps/s, solved, rejects by reason. Thread-safe: events arrive on the
-    Dask client's thread."""
+    """Tasks × repeats ended (as episodes or rejects), steps/s, solved, rejects by reason.
+    Thread-safe: events arrive on the Dask client's thread."""
 
     def __init__(self, console: Console) -> None:
         self.console = console
         self._lock = threading.Lock()
         self._steps = 0
         self._solved = 0
+        self._episodes = 0
+        self._rejected = 0
         self._rejects: Counter[str] = Counter()
         self._shards = 0
         self._t0 = time.perf_counter()
         self._progress = Progress(
-            TextColumn("[bold]episodes"),
+            TextColumn("[bold]ended"),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
@@ -46,19 +48,21 @@ class RichProgress:
         self._live.stop()
         self.console.print()
 
-    def started(self, dashboard: str, episodes: int, skipped_episodes: int) -> None:
+    def started(self, dashboard: str, episodes: int, resumed: Resumed) -> None:
         if dashboard:
             self.console.print(f"Dask dashboard: [link={dashboard}]{dashboard}[/link]")
-        if skipped_episodes:
-            self.console.print(f"resuming: {skipped_episodes} episodes already committed, skipped")
+        if resumed.shards:
+            self.console.print(resuming(resumed))
         self._t0 = time.perf_counter()
-        self._progress.update(self._task, total=episodes, completed=skipped_episodes)
+        self._progress.update(self._task, total=episodes, completed=resumed.ended)
         self._text.plain = "running"
 
     def episode(self, event: dict[str, Any]) -> None:
         with self._lock:
             self._steps += int(event.get("steps", 0))
             self._solved += int(bool(event.get("solved")))
+            self._episodes += int(bool(event.get("episode")))
+            self._rejected += int(not event.get("episode"))
             self._rejects.update(event.get("rejects", {}))
             self._progress.update(self._task, advance=1)
             self._text.plain = self._stats()
@@ -72,6 +76,16 @@ class RichProgress:
         rate = self._steps / max(time.perf_counter() - self._t0, 1e-6)
         top = ", ".join(f"{k} {v}" for k, v in self._rejects.most_common(3))
         return (
-            f"steps {self._steps} ({rate:.1f}/s) · solved {self._solved} · shards {self._shards}"
+            f"episodes {self._episodes} · rejected {self._rejected} · steps {self._steps} "
+            f"({rate:.1f}/s) · solved {self._solved} · shards {self._shards}"
             + (f" · rejects: {top}" if top else "")
         )
+
+
+def resuming(resumed: Resumed) -> str:
+    """The line a resumed run starts with: what is already there, episodes and rejects apart."""
+    shards = f"{resumed.shards} shard{'s' * (resumed.shards != 1)}"
+    return (
+        f"resuming: {shards} already committed ({resumed.episodes} episodes, "
+        f"{resumed.rejected} ended as rejects), skipped"
+    )

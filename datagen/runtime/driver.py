@@ -23,14 +23,14 @@ from distributed import Client, LocalCluster, as_completed
 from datagen.config import ClusterConfig
 from datagen.observe.report import Timeline, step_latencies, write_report
 from datagen.plan import Plan
-from datagen.records import ShardResult
+from datagen.records import Resumed, ShardResult
 from datagen.runtime.endpoint import engine_endpoint
 from datagen.runtime.plugin import BrowserPlugin
 from datagen.runtime.tasks import PROGRESS_TOPIC, run_shard_task
 from datagen.sink.manifest import finalize
 from datagen.sink.read import read_committed
 from datagen.sink.storage import Storage, output_storage
-from datagen.sink.writer import claim_output, completed_shards
+from datagen.sink.writer import claim_output, completed_shards, read_markers
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 class RunProgress(Protocol):
     """What the driver reports while it runs (the CLI draws it; tests may record it)."""
 
-    def started(self, dashboard: str, episodes: int, skipped_episodes: int) -> None: ...
+    def started(self, dashboard: str, episodes: int, resumed: Resumed) -> None: ...
     def episode(self, event: dict[str, Any]) -> None: ...
     def shard(self, result: ShardResult) -> None: ...
 
@@ -50,6 +50,7 @@ class RunSummary:
     manifest: dict[str, Any]
     results: list[ShardResult] = field(default_factory=list)
     skipped_shards: list[int] = field(default_factory=list)
+    resumed: Resumed = field(default_factory=Resumed)  # what those shards hold
     failed_shards: dict[int, str] = field(default_factory=dict)
     seconds: float = 0.0
     dashboard: str = ""
@@ -95,7 +96,7 @@ def execute(plan: Plan, progress: RunProgress) -> RunSummary:
     summary = RunSummary(manifest={}, skipped_shards=sorted(done & set(plan.shard_ids)))
     engine: dict[str, Any] = {}
     timeline: Timeline | None = None
-    skipped_episodes = sum(len(plan.shards[i]) for i in summary.skipped_shards) * config.run.repeats
+    summary.resumed = resumed = _resumed(storage, plan, summary.skipped_shards)
     if pending:
         with engine_endpoint(config) as (config, engine), connect(config.cluster) as client:
             summary.dashboard = client.dashboard_link
@@ -104,7 +105,7 @@ def execute(plan: Plan, progress: RunProgress) -> RunSummary:
             timeline = Timeline(client).start()
             try:
                 client.subscribe_topic(PROGRESS_TOPIC, lambda event: progress.episode(event[1]))
-                progress.started(summary.dashboard, plan.episodes, skipped_episodes)
+                progress.started(summary.dashboard, plan.episodes, resumed)
                 futures = {
                     client.submit(
                         run_shard_task,
@@ -132,12 +133,24 @@ def execute(plan: Plan, progress: RunProgress) -> RunSummary:
             finally:
                 timeline.stop()  # also when the run fails: no thread left polling
     else:
-        progress.started("", plan.episodes, skipped_episodes)
+        progress.started("", plan.episodes, resumed)
     summary.manifest = finalize(storage, plan.shard_ids, {"engine": engine} if engine else {})
     summary.seconds = time.perf_counter() - started
     if timeline is not None:
         summary.report = _report(storage, timeline, summary, config.output)
     return summary
+
+
+def _resumed(storage: Storage, plan: Plan, skipped: list[int]) -> Resumed:
+    """What the committed shards this run skips hold: every task × repeat of them ended, and
+    their markers say how many as episodes (the rest are rejects)."""
+    if not skipped:
+        return Resumed()
+    wanted = set(skipped)
+    markers = [m for m in read_markers(storage) if m["shard"] in wanted]
+    episodes = sum(int(m.get("stats", {}).get("episodes", 0)) for m in markers)
+    ended = sum(len(plan.shards[i]) for i in skipped) * plan.config.run.repeats
+    return Resumed(shards=len(skipped), ended=ended, episodes=episodes)
 
 
 def _report(storage: Storage, timeline: Timeline, summary: RunSummary, output: Any) -> str:

@@ -28,13 +28,9 @@ def test_a_run_where_every_task_is_rejected_exits_non_zero_with_its_reasons(
         "output": {"uri": str(tmp_path / "out")},
     }
     (tmp_path / "p.yaml").write_text(yaml.safe_dump(spec))
-    result = subprocess.run(
-        [sys.executable, "-m", "datagen", "run", str(tmp_path / "p.yaml")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "COLUMNS": "200"},
-    )
+    command = [sys.executable, "-m", "datagen", "run", str(tmp_path / "p.yaml")]
+    env = {**os.environ, "COLUMNS": "200"}
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
     out = " ".join((result.stdout + result.stderr).split())
     assert result.returncode == 1, out
     assert "warning: 3 of 3 start URLs would be blocked by the URL guard" in out
@@ -44,3 +40,10 @@ def test_a_run_where_every_task_is_rejected_exits_non_zero_with_its_reasons(
     assert ": complete" not in out and "produced no episodes" in out
     manifest = json.loads((tmp_path / "out" / "_manifest.json").read_text())
     assert manifest["tasks"] == {"committed": 3, "with_episodes": 0}
+
+    # resumed, it counts what is there as it is: no episodes, 3 rejects
+    again = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+    out = " ".join((again.stdout + again.stderr).split())
+    assert again.returncode == 1, out
+    assert "resuming: 1 shard already committed (0 episodes, 3 ended as rejects), skipped" in out
+    assert "already committed and skipped: 1 shard (0 episodes, 3 ended as rejects)" in out

@@ -116,8 +116,8 @@ def check_dataset(out: Path, width: int, height: int) -> dict[str, list[dict]]: 
 def test_dataset_is_complete_and_consistent(reference: Path) -> None:
     tables = check_dataset(reference, 1536, 960)
     assert len(tables["episodes"]) == 11  # 11 bundled-site tasks; the dead link became a reject
-    assert [r["task_id"] for r in tables["rejects"] if r["reason"] == "navigation_failed"] == [
-        "dead-link"
+    assert [r["task_id"] for r in tables["rejects"] if r["reason"] == "unreachable"] == [
+        "dead-link"  # a refused connection: the network's answer, not a failed page
     ]
     assert any(e["success"] for e in tables["episodes"])
 
