@@ -140,9 +140,16 @@ async def run_shard(shard: int, tasks: list[TaskSpec], ctx: ShardContext) -> Sha
         )
         return outcome
 
-    outcomes = await asyncio.gather(
-        *(one(t, r) for t in tasks for r in range(ctx.config.run.repeats))
-    )
+    # A TaskGroup, not gather: when one episode fails the shard (its browser died), the others
+    # are cancelled and their contexts closed, instead of running on beside the shard's retry.
+    try:
+        async with asyncio.TaskGroup() as group:
+            jobs = [
+                group.create_task(one(t, r)) for t in tasks for r in range(ctx.config.run.repeats)
+            ]
+    except BaseExceptionGroup as failed:
+        raise failed.exceptions[0] from None
+    outcomes = [job.result() for job in jobs]
     if ctx.host.launches != launch or not await ctx.host.responsive():
         raise BrowserDied(f"the browser closed or stopped answering under shard {shard}")
     tables: dict[str, list[Any]] = {"episodes": [], "steps": [], "grounding": [], "rejects": []}
