@@ -119,7 +119,7 @@ class BrowserConfig(Section):
         120, ge=0, le=10_000, description="pause after an action for the page to react"
     )
     settle_quiet_ms: int = Field(
-        80,
+        50,
         ge=0,
         le=5_000,
         description="before each observation: no DOM change and no new request for this long "

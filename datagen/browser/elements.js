@@ -244,12 +244,13 @@
     else if (el.matches(EXTRA)) how = 'aria';
     else if ((state && state.listeners.has(el)) || typeof el.onclick === 'function') how = 'listener';
     let pointer = false;
-    if (!how || how === 'listener') {
-      const cursor = win.getComputedStyle(el).cursor;
-      pointer = cursor === 'pointer';
-      if (!how && pointer && !pointerParent) how = 'pointer';
-    } else {
+    if (how && how !== 'listener') {
       pointer = true;  // controls' insides inherit their cursor: not new targets
+    } else if (pointerParent && !how) {
+      pointer = true;  // inside a pointer region: not its outermost element (no style read)
+    } else {
+      pointer = win.getComputedStyle(el).cursor === 'pointer';
+      if (!how && pointer && !pointerParent) how = 'pointer';
     }
     if (how === 'listener' && (tag === 'body' || tag === 'html')) how = '';
     if (tag === 'label' && el.control) how = '';  // the control is the target (or its proxy)

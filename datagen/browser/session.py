@@ -72,8 +72,10 @@ class _Scan(BaseModel):
 
 
 class _Remeasure(BaseModel):
-    """What stability.js returns: the scanned elements' boxes now (None: gone)."""
+    """What stability.js returns: the scanned elements' boxes now (None: gone), and the
+    page's title (read in the same round trip)."""
 
+    title: str = ""
     scrollX: float
     scrollY: float
     boxes: list[Box | None]
@@ -463,19 +465,22 @@ class Session:
             await self._settle_load()
             return await self.elements()
 
-    async def _moved(self, elements: tuple[Element, ...], scroll: tuple[float, float]) -> set[int]:
-        """Indices of the scanned elements whose box is not where the scan put it any more."""
+    async def _moved(
+        self, elements: tuple[Element, ...], scroll: tuple[float, float]
+    ) -> tuple[set[int], str | None]:
+        """Indices of the scanned elements whose box is not where the scan put it any more, and
+        the page's title (None when the page could not be read)."""
         try:
             now = _Remeasure.model_validate_json(await self.page.evaluate(STABILITY_JS))
         except (PlaywrightError, ValidationError):
-            return {e.index for e in elements}  # navigated away meanwhile: nothing is certain
+            return {e.index for e in elements}, None  # navigated away: nothing is certain
         if abs(now.scrollX - scroll[0]) > MOVED_PX or abs(now.scrollY - scroll[1]) > MOVED_PX:
-            return {e.index for e in elements}
+            return {e.index for e in elements}, now.title
         moved = set()
         for element, box in zip(elements, now.boxes, strict=False):
             if box is None or _shifted(element.box, box):
                 moved.add(element.index)
-        return moved
+        return moved, now.title
 
     async def observe(self) -> Observation:
         """Screenshot and DOM elements of one moment: settle, scan, capture, then measure the
@@ -489,7 +494,7 @@ class Session:
         while True:
             elements, scroll_x, scroll_y = await self._scan()
             image = await self.screenshot(scroll_x, scroll_y)
-            moved = await self._moved(elements, (scroll_x, scroll_y))
+            moved, title = await self._moved(elements, (scroll_x, scroll_y))
             if not moved or retakes >= RETAKES:
                 break
             retakes += 1
@@ -502,7 +507,7 @@ class Session:
         scale = cfg.device_scale_factor
         return Observation(
             url=self.page.url,
-            title=await self.page.title(),
+            title=title if title is not None else await self.page.title(),
             screenshot=image,
             image_format=cfg.image_format,
             image_width=round(cfg.viewport.width * scale),

@@ -20,12 +20,16 @@ async ({ quietMs, timeoutMs }) => {
     const t = a.effect.getComputedTiming();
     return Number.isFinite(t.endTime) && t.localTime !== null && t.localTime < t.endTime;
   });
-  for (;;) {
-    await frame();
+  // Already quiet (the usual case a while after an action): no frame to wait for, since the
+  // last one painted after the last change. Else wait frame by frame.
+  for (let first = true; ; first = false) {
+    if (!first) await frame();
     const now = performance.now();
     const last = state ? state.lastMutation : start;
     const timers = state ? state.timers.size : 0;
-    if (now - last >= quietMs && !timers && !finishing()) return { quiet: true };
+    if (now - last >= quietMs && !timers && !finishing()) {
+      return { quiet: true };
+    }
     if (now - start >= timeoutMs) return { quiet: false };
     await sleep(Math.max(10, Math.min(timers ? 20 : quietMs - (now - last), timeoutMs - (now - start))));
   }

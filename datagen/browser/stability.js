@@ -4,6 +4,7 @@
 () => {
   const live = window[Symbol.for('datagen.scan')] || [];
   return JSON.stringify({
+    title: document.title,
     scrollX: window.scrollX,
     scrollY: window.scrollY,
     boxes: live.map((measure) => {
