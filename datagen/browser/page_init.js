@@ -62,11 +62,18 @@
       return Reflect.apply(target, self, args);
     },
   });
-  // Script-driven animation: an element whose style attribute is rewritten again and again
-  // (three times, without a pause of a second) is moving, even at a moment it is still.
-  state.restyled = new WeakMap();  // element -> {n: restyles in a row, last: when}
-  // Its restyles do not keep the page from settling (the scan flags it instead): a page with
-  // a ticker or a bouncing badge would otherwise cost the whole settle timeout every step.
+  // Script-driven animation: an element whose inline geometry (left, top, transform, margins,
+  // size) a script rewrites again and again (three times, without a pause of a second) is
+  // moving, even at a moment it is still. Other inline-style writes (a colour, Playwright's own
+  // caret hiding) are ordinary changes. Its restyles do not keep the page from settling (the
+  // scan flags it instead): a page with a ticker or a bouncing badge would otherwise cost the
+  // whole settle timeout every step.
+  const geometry = (el) => {
+    const st = el.style;
+    return st ? [st.transform, st.translate, st.left, st.top, st.right, st.bottom, st.inset,
+      st.marginLeft, st.marginTop, st.width, st.height].join('|') : '';
+  };
+  state.restyled = new WeakMap();  // element -> {n: geometry rewrites in a row, last, sig}
   const observer = new MutationObserver((records) => {
     const now = performance.now();
     for (const r of records) {
@@ -74,15 +81,17 @@
         state.lastMutation = now;
         continue;
       }
+      const sig = geometry(r.target);
       const seen = state.restyled.get(r.target);
-      if (!seen || now - seen.last > 1000) {  // a pause of a second: a new episode of restyles
-        state.restyled.set(r.target, { n: 1, last: now });
+      if (!seen || seen.sig === sig) {
+        if (!seen) state.restyled.set(r.target, { n: 0, last: now, sig });
         state.lastMutation = now;
-      } else {
-        seen.n += 1;
-        seen.last = now;
-        if (seen.n < 3) state.lastMutation = now;
+        continue;
       }
+      seen.n = now - seen.last > 1000 ? 1 : seen.n + 1;  // a pause of a second starts anew
+      seen.last = now;
+      seen.sig = sig;
+      if (seen.n < 3) state.lastMutation = now;
     }
   });
   observer.observe(document, {
