@@ -207,7 +207,7 @@ def test_an_open_select_list_occludes_what_it_covers(browser_plugin, pages) -> N
 
     def change(box: object) -> float:
         a, b = region(closed.screenshot, box, 40), region(opened.screenshot, box, 40)
-        return sum(abs(p - q) for p, q in zip(a.getdata(), b.getdata(), strict=True)) / (
+        return sum(abs(p - q) for p, q in zip(a.tobytes(), b.tobytes(), strict=True)) / (
             a.width * a.height
         )
 
