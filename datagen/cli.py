@@ -37,14 +37,22 @@ PipelineArg = Annotated[Path, typer.Argument(help="pipeline file (YAML)", show_d
 OutputOpt = Annotated[str | None, typer.Option("--output", "-o", help="override output.uri")]
 
 
-def _load(path: Path, output: str | None) -> Plan:
+def _load(path: Path, output: str | None, check_machine: bool = True) -> Plan:
+    """The plan of a pipeline file; with `check_machine`, also what it points at (output,
+    scheduler, dashboard, browser), so that nothing bad is found after Dask has started."""
     from datagen.config import load_pipeline
     from datagen.plan import make_plan
+    from datagen.preflight import preflight
 
-    return make_plan(load_pipeline(path, output))
+    plan = make_plan(load_pipeline(path, output))
+    if check_machine:
+        preflight(plan.config)
+    return plan
 
 
 def _show_plan(plan: Plan) -> None:
+    from datagen.config import redact_url
+
     cfg = plan.config
     table = Table(title=f"plan: {cfg.name}", show_header=False)
     by_source: dict[str, int] = {}
@@ -67,7 +75,14 @@ def _show_plan(plan: Plan) -> None:
         ),
         ("output", cfg.output.uri),
         *(
-            [("engine", cfg.engine.url or "stand-in started by datagen (not a model)")]
+            [
+                (
+                    "engine",
+                    redact_url(cfg.engine.url)
+                    if cfg.engine.url
+                    else "stand-in started by datagen (not a model)",
+                )
+            ]
             if cfg.uses_engine
             else []
         ),
@@ -140,7 +155,7 @@ def plan_command(
     from datagen.engine.sim.config import SimConfig
 
     try:
-        plan = _load(pipeline, None)
+        plan = _load(pipeline, None, check_machine=False)
     except DatagenError as exc:
         raise _fail(exc) from None
     cfg = plan.config

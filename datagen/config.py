@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import ipaddress
 import json
 import os
 import re
@@ -17,27 +18,30 @@ import types
 import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     SecretStr,
     ValidationError,
+    field_serializer,
     field_validator,
     model_validator,
 )
 
 from datagen.engine.sim.config import SimConfig
 from datagen.errors import ConfigError
+from datagen.loading import MAX_BYTES, FileProblem, load_yaml, read_text
 from datagen.scope import check_setting
 
 
 class Section(BaseModel):
     """Base of every config section: unknown keys are errors, values immutable."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # NaN and infinity are never meant: `.inf` as a timeout is "forever", which breaks later.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 # --------------------------------------------------------------------------- sources
@@ -113,8 +117,8 @@ class BrowserConfig(Section):
     device_scale_factor: float = Field(1.0, ge=0.5, le=4.0, description="screenshot px per CSS px")
     image_format: Literal["png", "jpeg", "webp"] = Field("jpeg", description="screenshot encoding")
     image_quality: int = Field(80, ge=1, le=100, description="jpeg/webp quality")
-    navigation_timeout_s: float = Field(15.0, gt=0, description="page load limit")
-    action_timeout_s: float = Field(5.0, gt=0, description="limit for one action")
+    navigation_timeout_s: float = Field(15.0, gt=0, le=600, description="page load limit")
+    action_timeout_s: float = Field(5.0, gt=0, le=600, description="limit for one action")
     settle_ms: int = Field(
         120, ge=0, le=10_000, description="pause after an action for the page to react"
     )
@@ -136,11 +140,13 @@ class BrowserConfig(Section):
     recycle_after_episodes: int = Field(
         200,
         ge=1,
+        le=1_000_000,
         description="restart the browser between shards once it has run this many episodes (leaks)",
     )
     memory_limit_mb: int = Field(
         6000,
         ge=256,
+        le=1_048_576,
         description="new episodes wait while the browser's own memory (USS) is above this",
     )
     url_guard: bool = Field(
@@ -151,9 +157,75 @@ class BrowserConfig(Section):
         description="hosts, host:port or CIDRs the guard lets through (the bundled sites are added by datagen; localhost, 127.0.0.1 and ::1 cover each other)",
     )
 
+    @field_validator("allow")
+    @classmethod
+    def _check_allow(cls, entries: list[str]) -> list[str]:
+        bad = [f"{entry!r} ({why})" for entry in entries if (why := allow_entry_problem(entry))]
+        if bad:
+            raise ValueError(
+                f"entries that name no host, host:port or network: {'; '.join(bad)}. fix: write "
+                "a host (intranet.example), host:port (intranet.example:8080, [::1]:8080) or "
+                "a CIDR network (10.1.0.0/16)"
+            )
+        return entries
+
     @model_validator(mode="after")
     def _check_pixels(self) -> BrowserConfig:
         return _whole_pixels(self)
+
+    @model_validator(mode="after")
+    def _guard_and_allow(self) -> BrowserConfig:
+        if not self.url_guard and self.allow:
+            raise ValueError(
+                "url_guard: false lets everything through, so browser.allow would mean nothing. "
+                "fix: keep url_guard on and list what to open in allow, or remove allow"
+            )
+        return self
+
+
+HOST_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
+
+
+def allow_entry_problem(entry: str) -> str:
+    """Why a `browser.allow` entry names nothing the guard can match ("" when it is fine)."""
+    text = entry.strip().lower()
+    if not text:
+        return "empty"
+    if "[" not in text and _is_network(text):
+        return ""
+    if "/" in text:
+        return "a URL or path, not a host"
+    if text.startswith("["):
+        inside, closed, rest = text[1:].partition("]")
+        if not closed or not _is_network(inside):
+            return "not an IPv6 address inside [ ]"
+        if not rest:
+            return ""
+        if not rest.startswith(":"):
+            return "text after ']'"
+        return _port_problem(rest[1:])
+    if text.count(":") > 1:
+        return "neither an address nor host:port (write IPv6 as [addr]:port or a CIDR)"
+    host, colon, port = text.partition(":")
+    if colon and (problem := _port_problem(port)):
+        return problem
+    if "*" in host:
+        return "wildcards are not supported; list each host (a host covers no subdomains)"
+    if not all(HOST_LABEL.match(label) for label in host.rstrip(".").split(".")):
+        return "not a valid host name"
+    return ""
+
+
+def _port_problem(port: str) -> str:
+    return "" if port.isdigit() and 0 < int(port) < 65536 else f"port {port!r} is not 1-65535"
+
+
+def _is_network(text: str) -> bool:
+    try:
+        ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        return False
+    return True
 
 
 # --------------------------------------------------------------------------- policy
@@ -177,6 +249,47 @@ class ScriptedPolicy(Section):
     type: Literal["scripted"]
 
 
+def engine_url(url: str | None) -> str | None:
+    """A server's base URL as the client joins paths to it: no trailing `/` or `/v1` (OpenAI
+    clients write `http://host:8000/v1`; /health and /metrics live at the root)."""
+    if url is None:
+        return None
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(
+            f"{redact_url(url)!r} is not a URL ({exc}). fix: write http://host:8000"
+        ) from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            f"{redact_url(url)!r} is not an http(s)://host URL. fix: write http://host:8000"
+        )
+    if port == 0:
+        raise ValueError(f"{redact_url(url)!r}: port 0. fix: write the server's port")
+    if parts.query or parts.fragment:
+        raise ValueError(
+            f"{redact_url(url)!r} has a query or fragment. fix: write http://host:8000"
+        )
+    path = parts.path.rstrip("/").removesuffix("/v1").rstrip("/")
+    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+def redact_url(url: str) -> str:
+    """The URL without its user:password part: what may be printed, logged or written."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url.rsplit("@", 1)[-1] if "@" in url else url
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
+
+
+def has_userinfo(url: str | None) -> bool:
+    return bool(url) and "@" in urlsplit(url or "").netloc
+
+
 class RoleConfig(Section):
     """One model role (policy, localizer, judge, annotator): endpoint, sampling and budget share."""
 
@@ -185,11 +298,22 @@ class RoleConfig(Section):
         None, description="served model name; default: the server's first model"
     )
     temperature: float = Field(0.0, ge=0, le=2, description="sampling temperature (always sent)")
-    max_tokens: int = Field(512, ge=1, description="output budget (always sent)")
+    max_tokens: int = Field(512, ge=1, le=1_048_576, description="output budget (always sent)")
     share: float = Field(
         1.0, gt=0, le=1, description="share of the worker's in-flight budget this role may use"
     )
-    timeout_s: float = Field(120.0, gt=0, description="limit for one request, retries not included")
+    timeout_s: float = Field(
+        120.0, gt=0, le=3600, description="limit for one request, retries not included"
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _base_url(cls, url: str | None) -> str | None:
+        return engine_url(url)
+
+    @field_serializer("url")
+    def _hide_credentials(self, url: str | None) -> str | None:
+        return redact_url(url) if url else url
 
 
 class VlmPolicy(Section):
@@ -207,7 +331,7 @@ class VlmPolicy(Section):
         description="screenshots sent per step; older ones become a text placeholder",
     )
     image_max_width: int = Field(
-        1280, ge=64, description="screenshots wider than this are resized on the worker"
+        1280, ge=64, le=16384, description="screenshots wider than this are resized on the worker"
     )
     policy: RoleConfig = Field(
         default_factory=lambda: RoleConfig(temperature=0.7, max_tokens=512, share=1.0)
@@ -231,7 +355,9 @@ class EngineConfig(Section):
 
     url: str | None = Field(
         None,
-        description="http://host:8000 of a vLLM server; accepts ${VAR}; null: start the stand-in",
+        description="http://host:8000 of a vLLM server (a trailing /v1 is fine); accepts "
+        "${VAR}; user:password@ in it is sent as basic auth and never written or printed; "
+        "null: start the stand-in",
     )
     api_key: SecretStr | None = Field(
         None, description="bearer key; accepts ${VAR}; never written to outputs or logs"
@@ -239,6 +365,7 @@ class EngineConfig(Section):
     max_in_flight: int = Field(
         512,
         ge=1,
+        le=100_000,
         description="ceiling on requests in flight over the whole cluster (the fixed cap when "
         "control is static)",
     )
@@ -254,12 +381,21 @@ class EngineConfig(Section):
         3, ge=0, le=10, description="retries of connection errors, timeouts and 5xx"
     )
     ready_timeout_s: float = Field(
-        120.0, gt=0, description="wait this long for /health before giving up"
+        120.0, gt=0, le=3600, description="wait this long for /health before giving up"
     )
     sim: SimConfig = Field(
         default_factory=lambda: SimConfig(speed_factor=20.0),
         description="the stand-in's settings when url is null (a load double, never a model)",
     )
+
+    @field_validator("url")
+    @classmethod
+    def _base_url(cls, url: str | None) -> str | None:
+        return engine_url(url)
+
+    @field_serializer("url")
+    def _hide_credentials(self, url: str | None) -> str | None:
+        return redact_url(url) if url else url
 
 
 # --------------------------------------------------------------------------- annotation etc.
@@ -268,7 +404,7 @@ class EngineConfig(Section):
 class ModelExpressions(Section):
     """Referring expressions written by the model for DOM elements, kept only if they round-trip."""
 
-    per_step: int = Field(2, ge=1, description="elements per screenshot to describe")
+    per_step: int = Field(2, ge=1, le=100, description="elements per screenshot to describe")
     writer: RoleConfig = Field(
         default_factory=lambda: RoleConfig(temperature=0.0, max_tokens=64, share=0.3)
     )
@@ -276,7 +412,9 @@ class ModelExpressions(Section):
 
 class AnnotationConfig(Section):
     grounding: bool = Field(True, description="write grounding rows for each step's elements")
-    max_elements_per_step: int = Field(60, ge=1, description="cap on grounding rows per screenshot")
+    max_elements_per_step: int = Field(
+        60, ge=1, le=10_000, description="cap on grounding rows per screenshot"
+    )
     model_expressions: ModelExpressions | None = Field(
         None,
         description="ask the model for referring expressions and check them with the localizer",
@@ -285,7 +423,7 @@ class AnnotationConfig(Section):
 
 class ValidationConfig(Section):
     min_box_px: float = Field(
-        4.0, ge=0, description="grounding boxes smaller than this are rejected"
+        4.0, ge=0, le=10_000, description="grounding boxes smaller than this are rejected"
     )
     require_hit_test: bool = Field(
         True, description="reject grounding rows whose element is occluded"
@@ -326,36 +464,91 @@ class ClusterConfig(Section):
     sessions_per_worker: int = Field(4, ge=1, le=512, description="episodes in flight per worker")
     dashboard: str = Field(":8787", description="LocalCluster dashboard address")
     retries: int = Field(
-        2, ge=0, description="re-runs of a shard whose task raised (e.g. its browser died)"
+        2,
+        ge=0,
+        le=20,
+        description="re-runs of a shard whose task raised (e.g. its browser died)",
     )
     allowed_failures: int = Field(
         3,
         ge=0,
+        le=100,
         description="worker deaths a shard may cause before it fails (LocalCluster only; a running scheduler keeps its own)",
     )
 
+    @field_validator("address")
+    @classmethod
+    def _check_address(cls, address: str | None) -> str | None:
+        if address is None:
+            return None
+        scheme, sep, rest = address.partition("://")
+        if not sep:
+            scheme, rest = "tcp", address
+        if scheme not in ("tcp", "tls", "ws", "wss", "ucx"):
+            raise ValueError(
+                f"{address!r}: unknown protocol {scheme}://. fix: write tcp://host:8786"
+            )
+        host, port = split_host_port(rest)
+        if not host or port is None:
+            raise ValueError(
+                f"{address!r} is not host:port. fix: write tcp://host:8786 (the scheduler's "
+                "address, as `dask scheduler` prints it)"
+            )
+        return address if sep else f"tcp://{address}"
+
+    @field_validator("dashboard")
+    @classmethod
+    def _check_dashboard(cls, dashboard: str) -> str:
+        _, port = split_host_port(dashboard)
+        if port is None:
+            raise ValueError(
+                f"{dashboard!r} is not [host]:port. fix: write 127.0.0.1:8787 (port 0: any free one)"
+            )
+        return dashboard
+
+
+def split_host_port(text: str) -> tuple[str, int | None]:
+    """("host", port) of `host:port`, `[v6]:port` or `:port`; port None when it is not one."""
+    host, colon, port = text.strip().rstrip("/").rpartition(":")
+    if not colon or not port.isdigit() or int(port) > 65535:
+        return text, None
+    if ":" in host and not (host.startswith("[") and host.endswith("]")):
+        return text, None
+    if any(c in host for c in "/ @?#"):
+        return text, None
+    return host.strip("[]"), int(port)
+
 
 class RunConfig(Section):
-    seed: int = Field(0, description="seed of every random choice (per episode: seed + task id)")
+    seed: int = Field(
+        0,
+        ge=-(2**63),
+        le=2**63 - 1,
+        description="seed of every random choice (per episode: seed + task id)",
+    )
     max_steps: int = Field(
         12,
         ge=1,
         le=500,
         description="step budget of every episode (a task's own max_steps may lower it)",
     )
-    tasks_per_shard: int = Field(4, ge=1, description="tasks per Dask task (shard)")
+    tasks_per_shard: int = Field(4, ge=1, le=100_000, description="tasks per Dask task (shard)")
     repeats: int = Field(1, ge=1, le=1000, description="episodes per task (different seeds)")
     step_timeout_s: float = Field(
         60.0,
         gt=0,
+        le=3600,
         description="the browser part of a step (observe, check, act) still running after this becomes a timeout_step reject",
     )
     episode_timeout_s: float = Field(
         300.0,
         gt=0,
+        le=86_400,
         description="an episode still running after this becomes a timeout_episode reject",
     )
-    limit: int | None = Field(None, ge=1, description="use only the first N tasks")
+    limit: int | None = Field(
+        None, ge=1, le=1_000_000_000, description="use only the first N tasks"
+    )
     scope: str | list[str] = Field(
         "site",
         description="where an episode may go: site (the start URL's registrable domain, any "
@@ -390,6 +583,24 @@ class PipelineConfig(Section):
         "", description="set by the loader: folder of the pipeline file", exclude=True
     )
 
+    @model_validator(mode="after")
+    def _one_credential(self) -> PipelineConfig:
+        if self.engine.api_key is None:
+            return self
+        roles = [("engine.url", self.engine.url)]
+        if isinstance(self.policy, VlmPolicy):
+            for name in ("policy", "localizer", "judge"):
+                role = getattr(self.policy, name)
+                roles.append((f"policy.{name}.url", role.url if role else None))
+        for key, url in roles:
+            if has_userinfo(url):
+                raise ValueError(
+                    f"{key} carries user:password@ and engine.api_key is set too: the server "
+                    "would get two Authorization headers. fix: keep one of them (vLLM's "
+                    "--api-key wants engine.api_key)"
+                )
+        return self
+
     @property
     def uses_engine(self) -> bool:
         """True when some stage calls a model server."""
@@ -415,17 +626,12 @@ class PipelineConfig(Section):
 def load_pipeline(path: str | Path, output: str | None = None) -> PipelineConfig:
     """Read and validate a pipeline file; `output` overrides `output.uri`."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise ConfigError(f"pipeline file not found: {path}", fix="give the path of a .yaml file")
     try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(
-            f"{path}: not valid YAML{where}: {problem}", fix="correct the YAML syntax"
-        ) from None
+        data = load_yaml(read_text(path, "pipeline file", MAX_BYTES), path)
+    except FileProblem as exc:
+        raise ConfigError(str(exc), fix=exc.fix or "correct the YAML") from None
     if not isinstance(data, dict):
         raise ConfigError(
             f"{path}: the file must be a YAML mapping (key: value), got {type(data).__name__}"
@@ -439,11 +645,34 @@ def load_pipeline(path: str | Path, output: str | None = None) -> PipelineConfig
         existing = data.get("output")
         data["output"] = {**(existing if isinstance(existing, dict) else {}), "uri": output}
     uri = (data.get("output") or {}).get("uri") if isinstance(data.get("output"), dict) else None
+    if isinstance(uri, str):
+        _refuse_near_miss(uri)
     if isinstance(uri, str) and "://" not in uri:
         # Local output is relative to where the command runs; workers get the absolute path.
         data["output"]["uri"] = str(Path(uri).expanduser().absolute())
     data["base_dir"] = str(path.resolve().parent)
     return parse_pipeline(data)
+
+
+NEAR_MISS = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):(/{0,3})")
+
+
+def _refuse_near_miss(uri: str) -> None:
+    """`s3:/bucket`, `S3://…`, `s3a://…`, `gs://…`: a URI meant, not a folder. Written as is
+    it would become a local folder named `s3:` and the data would silently stay here."""
+    match = NEAR_MISS.match(uri)
+    if not match or (match.group(1) in ("s3", "file") and match.group(2).startswith("//")):
+        return
+    scheme = match.group(1)
+    if scheme.lower().startswith("s3"):
+        fix = "write s3://bucket/prefix (lowercase s3, two slashes)"
+    else:
+        fix = "output goes to s3://bucket/prefix or a local folder (./name for a folder with ':')"
+    raise ConfigError(
+        f"{uri!r} looks like a {scheme}: URI but is neither s3://bucket/prefix nor a folder",
+        path="output.uri",
+        fix=fix,
+    )
 
 
 ENV_KEYS = ("url", "api_key", "endpoint_url")

@@ -34,6 +34,10 @@ class ConfigError(DatagenError):
 class SourceError(DatagenError):
     """A task list that cannot be read: names the file, the line and the problem."""
 
+    def __init__(self, message: str, fix: str = "") -> None:
+        super().__init__(message)
+        self.fix = fix
+
 
 class BrowserUnavailable(DatagenError):
     """No Chromium could be found or launched."""

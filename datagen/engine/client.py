@@ -29,6 +29,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
@@ -123,8 +124,19 @@ class EngineClient:
         backoff_s: float = 0.5,
         max_backoff_s: float = 8.0,
     ) -> None:
-        self.url = url.rstrip("/")
+        # user:password@ in the URL is sent as basic auth (a proxy in front of the server) and
+        # kept out of self.url, which every message and log line shows.
+        parts = urlsplit(url.strip())
+        self.url = urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1])).rstrip("/")
+        self.url = self.url.removesuffix("/v1")  # OpenAI clients write the /v1; paths add it
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        if parts.username is not None or parts.password is not None:
+            if api_key:
+                raise ValueError(
+                    f"{self.url}: credentials in the URL and an api_key: keep one of them"
+                )
+            basic = aiohttp.BasicAuth(unquote(parts.username or ""), unquote(parts.password or ""))
+            self._headers = {"Authorization": basic.encode()}
         self._timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=5.0)
         self._http: aiohttp.ClientSession | None = None
         self.max_in_flight = max(1, max_in_flight)  # the pool's size: a hard ceiling
@@ -155,21 +167,38 @@ class EngineClient:
 
     # ------------------------------------------------------------------ readiness
 
-    async def wait_ready(self, timeout_s: float = 120.0) -> ModelInfo:
-        """Poll /health (refused or 503 while the model loads), then read /v1/models."""
-        deadline = time.monotonic() + timeout_s
+    async def wait_ready(
+        self, timeout_s: float = 120.0, refused_s: float | None = None
+    ) -> ModelInfo:
+        """Poll /health (refused or 503 while the model loads), then read /v1/models.
+
+        `refused_s`: give up after this long if nothing even listens (connection refused and
+        no answer yet), instead of waiting the whole `timeout_s` for a wrong port.
+        """
+        started = time.monotonic()
+        deadline = started + timeout_s
         last = "no answer"
+        answered = False
         while time.monotonic() < deadline:
             try:
                 async with self._session().get(
                     f"{self.url}/health", timeout=_timeout(5.0)
                 ) as health:
                     status = health.status
+                answered = True
                 if status == 200:
                     return (await self.models())[0]
                 last = f"/health answered {status}"
             except TRANSIENT as exc:
                 last = f"{type(exc).__name__}: {exc}"
+                refused = isinstance(exc, aiohttp.ClientConnectorError) and isinstance(
+                    exc.os_error, ConnectionRefusedError
+                )
+                waited = time.monotonic() - started
+                if refused and not answered and refused_s is not None and waited >= refused_s:
+                    raise EngineUnavailable(
+                        f"{self.url} refuses connections: nothing listens on that port"
+                    ) from None
             await asyncio.sleep(0.5)
         raise EngineUnavailable(f"{self.url} not ready after {timeout_s:g}s ({last})")
 

@@ -54,10 +54,13 @@ async def _describe(config: PipelineConfig) -> dict[str, Any]:
     for url in urls:
         async with EngineClient(url, api_key=key, retries=0) as client:
             try:
-                info = await client.wait_ready(config.engine.ready_timeout_s)
+                # A refused connection is a wrong address or a server not started: said at
+                # once (2 s ride out a restart), not after ready_timeout_s.
+                info = await client.wait_ready(config.engine.ready_timeout_s, refused_s=2.0)
             except EngineError as exc:
                 raise EngineNotReady(
-                    f"engine at {url} is not ready: {exc}; fix: start it, or check engine.url"
+                    f"engine at {client.url} is not ready: {exc}; fix: start it (vLLM opens its "
+                    "port once the model is loaded), or check engine.url"
                 ) from None
         described["endpoints"].append(
             {"model": info.id, "max_model_len": info.max_model_len, "standin": info.is_standin}

@@ -16,26 +16,38 @@ from typing import Any
 from pydantic import ValidationError
 
 from datagen.errors import SourceError
+from datagen.loading import FileProblem, read_text
 from datagen.records import TaskSpec
 
 BUNDLED_SITES = Path(__file__).resolve().parents[2] / "sources" / "sites"
 SITE_SCHEME = "site://"
 
 
+def _text(path: Path, what: str) -> str:
+    """The task list's text; a missing, unreadable, binary or non-UTF-8 file is a SourceError
+    naming the file (and the byte offset), never a traceback."""
+    try:
+        return read_text(path, what)
+    except FileProblem as exc:
+        raise SourceError(str(exc), fix=exc.fix) from None
+
+
 def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    if not path.is_file():
-        raise SourceError(f"{path}: task list not found")
-    with path.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SourceError(f"{path}:{number}: not valid JSON: {exc.msg}") from None
-            if not isinstance(record, dict):
-                raise SourceError(f"{path}:{number}: each line must be a JSON object")
-            yield number, record
+    for number, line in enumerate(_text(path, "task list").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise SourceError(
+                f"{path}:{number}: not valid JSON: {exc.msg} (column {exc.colno}); "
+                "fix: one JSON object per line (JSONL)"
+            ) from None
+        if not isinstance(record, dict):
+            raise SourceError(
+                f"{path}:{number}: each line must be a JSON object, got {type(record).__name__}"
+            )
+        yield number, record
 
 
 def read_native(
@@ -80,10 +92,8 @@ def read_webvoyager(path: Path, limit: int | None = None) -> list[TaskSpec]:
 def read_urls(path: Path, instruction: str, limit: int | None = None) -> list[TaskSpec]:
     """One URL a line; blank lines, `#` lines and ` # ...` tails skipped (a `#` inside a URL is
     its fragment); the id is `<file stem>-<line>`."""
-    if not path.is_file():
-        raise SourceError(f"{path}: URL list not found")
     tasks: list[TaskSpec] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(_text(path, "URL list").splitlines(), start=1):
         url = re.split(r"\s#", line, maxsplit=1)[0].strip()
         if url.startswith("#"):
             continue

@@ -67,7 +67,7 @@ def test_missing_file_and_non_mapping(tmp_path: Path) -> None:
 
 def test_output_uri_schemes(tmp_path: Path) -> None:
     path = write(tmp_path, "sources: [{type: sites}]\noutput: {uri: 'gs://bucket/x'}\n")
-    with pytest.raises(ConfigError, match="local folder or s3://bucket/prefix, not gs://"):
+    with pytest.raises(ConfigError, match="looks like a gs: URI"):
         load_pipeline(path)
     config = load_pipeline(path, output=str(tmp_path / "local"))
     assert config.output.uri == str(tmp_path / "local")
