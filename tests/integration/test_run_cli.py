@@ -55,13 +55,19 @@ def pipeline_file(folder: Path) -> Path:
     return path
 
 
-def datagen(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def datagen(
+    *args: str,
+    timeout: float = 300,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "datagen", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, "COLUMNS": "200"},
+        env={**(env if env is not None else os.environ), "COLUMNS": "200"},
+        cwd=cwd,
     )
 
 
