@@ -462,7 +462,12 @@ class ClusterConfig(Section):
         2, ge=1, le=256, description="LocalCluster worker processes (one browser each)"
     )
     sessions_per_worker: int = Field(4, ge=1, le=512, description="episodes in flight per worker")
-    dashboard: str = Field(":8787", description="LocalCluster dashboard address")
+    dashboard: str = Field(
+        "127.0.0.1:8787",
+        description="LocalCluster dashboard address (host:port; this machine only by default). "
+        "Exposing it (0.0.0.0:8787, or :8787) needs access control of your own: the dashboard "
+        "has none, and shows every task and worker",
+    )
     retries: int = Field(
         2,
         ge=0,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from datagen.browser.guard import UrlGuard
+from datagen.browser.guard import BadUrl, UrlGuard, split_url
 from datagen.browser.session import Session
 from datagen.records import Observation, StepRow
 from datagen.scope import Scope, Stray, page_problem, same_document
@@ -54,7 +54,12 @@ class Course:
 
     def elsewhere(self, url: str) -> bool:
         """Out of scope, though the guard would let it load (what the guard blocks, it blocks
-        and records itself: `blocked: …` and the episode's blocked_requests)."""
+        and records itself: `blocked: …` and the episode's blocked_requests; a URL that does
+        not parse is no place at all: the session says so, `bad URL: …`)."""
+        try:
+            split_url(url)
+        except BadUrl:
+            return False
         scope = self.scope
         blocked = scope.blocked is not None and scope.blocked(url) is not None
         return not blocked and not scope.contains(url, guarded=False)

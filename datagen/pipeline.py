@@ -32,6 +32,7 @@ from datagen.browser.actions import action_json, action_repr
 from datagen.browser.session import (
     BrowserDied,
     BrowserHost,
+    CheckNotBoolean,
     NavigationFailed,
     Session,
     target_closed,
@@ -520,6 +521,8 @@ async def _check(session: Session, task: TaskSpec, first: bool = False) -> bool 
         return None
     try:
         return await session.check(task.check)
+    except CheckNotBoolean as exc:  # broken wherever it is evaluated: never a label
+        raise CheckFailed(str(exc)) from None
     except PlaywrightError as exc:
         if first:
             raise CheckFailed(f"{type(exc).__name__}: {str(exc).splitlines()[0]}") from None

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from datagen import SCHEMA_VERSION
-from datagen.browser.guard import UrlGuard
+from datagen.browser.guard import BadUrl, UrlGuard, split_url
 from datagen.config import PipelineConfig
 from datagen.errors import ConfigError, SourceError
 from datagen.records import TaskSpec
@@ -47,7 +47,9 @@ def make_plan(config: PipelineConfig) -> Plan:
         tasks = load_tasks(config)
     except SourceError as exc:
         raise ConfigError(
-            str(exc), path="sources", fix="correct the task list (or the pipeline's sources)"
+            str(exc),
+            path="sources",
+            fix=exc.fix or "correct the task list (or the pipeline's sources)",
         ) from None
     shards = shard_tasks(tasks, config.run.tasks_per_shard)
     digest = hashlib.sha256(f"{SCHEMA_VERSION}:{config.output_hash()}".encode())
@@ -58,17 +60,21 @@ def make_plan(config: PipelineConfig) -> Plan:
 
 def warnings(plan: Plan) -> list[str]:
     """What would make the run produce less than it could, told before anything starts: start
-    URLs the URL guard would block. No DNS here: IP addresses and localhost are checked, other
-    names are not; the bundled sites are served and allowed by datagen itself."""
+    URLs that do not parse, and start URLs the URL guard would block. No DNS here: IP addresses
+    and localhost are checked, other names are not; the bundled sites are served and allowed by
+    datagen itself."""
     config = plan.config
+    found = _unparsable(plan.tasks)
     if not config.browser.url_guard or not plan.tasks:
-        return []
+        return found
     guard = UrlGuard(list(config.browser.allow))
     blocked: dict[str, str] = {}  # what to allow (or "" when allowing cannot help) -> why
     count = 0
     for task in plan.tasks:
         if task.source == "sites" or task.start_url.startswith(SITE_SCHEME):
             continue
+        if not _parses(task.start_url):
+            continue  # told above
         reason = guard.check_static(task.start_url)
         if reason is None:
             continue
@@ -80,7 +86,7 @@ def warnings(plan: Plan) -> list[str]:
         else:
             blocked.setdefault("", reason)
     if not count:
-        return []
+        return found
     allow = [e for e in blocked if e]
     why = "; ".join(list(blocked.values())[:3]) + ("; …" if len(blocked) > 3 else "")
     fix = (
@@ -91,6 +97,29 @@ def warnings(plan: Plan) -> list[str]:
         else "fix: use http(s) start URLs"
     )
     return [
+        *found,
         f"warning: {count} of {len(plan.tasks)} start URLs would be blocked by the URL guard "
-        f"({why}). {fix}"
+        f"({why}). {fix}",
+    ]
+
+
+def _parses(url: str) -> bool:
+    try:
+        split_url(url)
+    except BadUrl:
+        return False
+    return True
+
+
+def _unparsable(tasks: list[TaskSpec]) -> list[str]:
+    """Start URLs that do not parse: each task becomes a `bad_url` reject, the run goes on."""
+    bad = [t for t in tasks if not _parses(t.start_url)]
+    if not bad:
+        return []
+    shown = ", ".join(f"{t.id} ({t.start_url[:80]!r})" for t in bad[:3]) + (
+        ", …" if len(bad) > 3 else ""
+    )
+    return [
+        f"warning: {len(bad)} of {len(tasks)} start URLs do not parse: {shown}; each will end "
+        "as a bad_url reject. fix: correct them in the task list"
     ]

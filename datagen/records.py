@@ -32,7 +32,11 @@ class Frozen(BaseModel):
 class SuccessCheck(Frozen):
     """How to tell that a task is solved, evaluated on the live page. Every given key must pass."""
 
-    js: str | None = Field(None, description="JS expression evaluated in the page; truthy = solved")
+    js: str | None = Field(
+        None,
+        description="JS expression evaluated in the page, true = solved; a promise is awaited "
+        "(5 s at most); anything but true or false is a check_error",
+    )
     url_contains: str | None = Field(None, description="substring the page URL must contain")
     text_present: str | None = Field(None, description="substring of document.body.innerText")
 
@@ -231,6 +235,7 @@ class RejectReason(StrEnum):
     BLOCKED_URL = "blocked_url"
     DNS_FAILED = "dns_failed"  # the start URL's host name has no address (not a block)
     UNREACHABLE = "unreachable"  # its host does not take connections (refused, unreachable)
+    BAD_URL = "bad_url"  # the start URL does not parse (a port out of range, an unclosed `[`)
     RENDERER_CRASH = "renderer_crash"
     TASK_ERROR = "task_error"
     CHECK_ERROR = "check_error"

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
+from datagen.browser.guard import BadUrl, split_url
 from datagen.records import RejectReason
 
 KEYWORDS = ("site", "origin", "anywhere")
@@ -281,26 +282,31 @@ def _bad_keyword(setting: str) -> str:
 
 
 def _web(url: str) -> bool:
-    return urlsplit(url).scheme.lower() in WEB
+    """An http(s) URL that parses: one that does not (a bad port, an unclosed `[`, as a
+    model's goto or a page's href may have) is no page of any scope."""
+    try:
+        return split_url(url)[0] in WEB
+    except BadUrl:
+        return False
 
 
 def _host(url: str) -> str:
-    return (urlsplit(url).hostname or "").lower().rstrip(".")
+    return _origin(url)[1]
 
 
 def _origin(url: str) -> tuple[str, str, int]:
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
     try:
-        port = parts.port
-    except ValueError:
-        port = None
-    return scheme, _host(url), port or DEFAULT_PORTS.get(scheme, 0)
+        scheme, host, port = split_url(url)
+    except BadUrl:
+        return "", "", 0
+    return scheme, host.rstrip("."), port or DEFAULT_PORTS.get(scheme, 0)
 
 
 def _page(url: str) -> str:
     """A URL without its fragment, with an explicit path and the default port left out:
-    `http://A:80` and `http://a/#x` are the same page."""
+    `http://A:80` and `http://a/#x` are the same page. One that does not parse: itself."""
+    if not _web(url):
+        return url.partition("#")[0]
     parts = urlsplit(url)
     scheme, host, port = _origin(url)
     shown = host if port == DEFAULT_PORTS.get(scheme) else f"{host}:{port}"

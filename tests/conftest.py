@@ -38,7 +38,7 @@ def make_config(tmp_path: Path, **overrides: object) -> PipelineConfig:
         "name": "test",
         "sources": [{"type": "sites"}],
         "output": {"uri": str(tmp_path / "out")},
-        "cluster": {"workers": 1, "sessions_per_worker": 2, "dashboard": ":0"},
+        "cluster": {"workers": 1, "sessions_per_worker": 2, "dashboard": "127.0.0.1:0"},
         "run": {"max_steps": 4},
         "base_dir": str(tmp_path),
     }

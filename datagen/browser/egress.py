@@ -14,8 +14,9 @@ list, and connects to the address it vetted.
 What it cannot do it answers itself, and remembers per host:port (`refusal`), with the reject
 reason a start page would get: 403 for an address the guard refuses (`blocked_url`), 502 for
 a name without addresses (`dns_failed`) or a host that does not take the connection
-(`unreachable`). Chromium shows a refused CONNECT only as ERR_TUNNEL_CONNECTION_FAILED; the
-session asks the proxy why. Its own answers carry the reason in `X-Datagen-Egress`.
+(`unreachable`), 400 for a target that does not parse (`bad_url`). Chromium shows a refused
+CONNECT only as ERR_TUNNEL_CONNECTION_FAILED; the session asks the proxy why. Its own answers
+carry the reason in `X-Datagen-Egress`.
 """
 
 from __future__ import annotations
@@ -28,16 +29,15 @@ import socket
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
-from datagen.browser.guard import NameNotResolved, UrlGuard
+from datagen.browser.guard import DEFAULT_PORTS, BadUrl, NameNotResolved, UrlGuard, split_url
 from datagen.records import RejectReason
 
 log = logging.getLogger(__name__)
 HEADER_LIMIT = 64 * 1024
 REASON_HEADER = "x-datagen-egress"  # on the proxy's own answers: the reject reason
 REFUSALS_KEPT = 200
-DEFAULT_PORTS = {"http": 80, "ws": 80, "https": 443, "wss": 443}
+STATUS = {RejectReason.BLOCKED_URL: "403 Forbidden", RejectReason.BAD_URL: "400 Bad Request"}
 
 
 @dataclass(frozen=True)
@@ -61,12 +61,11 @@ class EgressProxy:
 
     def refusal(self, url: str, since: float) -> Refusal | None:
         """Why the proxy last refused `url`'s host:port, if it did at or after `since`."""
-        parts = urlsplit(url)
         try:
-            port = parts.port or DEFAULT_PORTS.get(parts.scheme.lower(), 80)
-        except ValueError:
+            scheme, host, port = split_url(url)
+        except BadUrl:
             return None
-        found = self._refusals.get(((parts.hostname or "").lower(), port))
+        found = self._refusals.get((host, port or DEFAULT_PORTS.get(scheme, 80)))
         return found if found is not None and found.at >= since else None
 
     @property
@@ -142,20 +141,17 @@ class EgressProxy:
         self._refusals.move_to_end((host, port))
         while len(self._refusals) > REFUSALS_KEPT:
             self._refusals.popitem(last=False)
-        status = "403 Forbidden" if reason is RejectReason.BLOCKED_URL else "502 Bad Gateway"
-        body = f"datagen egress proxy: {detail}".encode()
-        head = (
-            f"HTTP/1.1 {status}\r\nContent-Type: text/plain\r\n{REASON_HEADER}: {reason.value}"
-            f"\r\nConnection: close\r\nContent-Length: {len(body)}\r\n\r\n"
-        )
-        writer.write(head.encode("latin-1") + body)
-        await writer.drain()
+        await _answer(writer, reason, detail)
 
     async def _tunnel(
         self, target: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
-        host, _, port = target.rpartition(":")
-        upstream = await self._open(host, int(port), f"CONNECT {target}", writer)
+        try:
+            host, port = _authority(target, None)
+        except BadUrl as exc:
+            await _answer(writer, RejectReason.BAD_URL, str(exc))
+            return
+        upstream = await self._open(host, port, f"CONNECT {target}", writer)
         if upstream is None:
             return
         writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
@@ -173,12 +169,12 @@ class EgressProxy:
         if not target.startswith("http://"):
             raise ValueError("not a proxy request")
         authority, _, path = target[len("http://") :].partition("/")
-        host, _, port = (
-            authority.rpartition(":")
-            if authority.rpartition(":")[2].isdigit()
-            else (authority, "", "80")
-        )
-        upstream = await self._open(host, int(port), target, writer)
+        try:
+            host, port = _authority(authority, 80)
+        except BadUrl as exc:
+            await _answer(writer, RejectReason.BAD_URL, str(exc))
+            return
+        upstream = await self._open(host, port, target, writer)
         if upstream is None:
             return
         up_reader, up_writer = upstream
@@ -194,6 +190,27 @@ class EgressProxy:
         request = [f"{method} /{path} HTTP/1.1", *kept, "Connection: close", "", ""]
         up_writer.write("\r\n".join(request).encode("latin-1"))
         await _pipe_both(reader, writer, up_reader, up_writer)
+
+
+def _authority(authority: str, default_port: int | None) -> tuple[str, int]:
+    """host and port of `host[:port]` or `[v6][:port]` (userinfo dropped); `BadUrl` when it does
+    not parse, or names no port where one is needed (CONNECT)."""
+    _, host, port = split_url(f"http://{authority}")
+    if not host or (port is None and default_port is None):
+        raise BadUrl(f"cannot parse the proxy target {authority[:300]!r}")
+    return host, port if port is not None else default_port or 80
+
+
+async def _answer(writer: asyncio.StreamWriter, reason: RejectReason, detail: str) -> None:
+    """The proxy's own answer: its status, and the reject reason in `X-Datagen-Egress`."""
+    status = STATUS.get(reason, "502 Bad Gateway")
+    body = f"datagen egress proxy: {detail}".encode()
+    head = (
+        f"HTTP/1.1 {status}\r\nContent-Type: text/plain\r\n{REASON_HEADER}: {reason.value}"
+        f"\r\nConnection: close\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    writer.write(head.encode("latin-1") + body)
+    await writer.drain()
 
 
 async def _pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:

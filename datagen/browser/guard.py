@@ -8,8 +8,13 @@ redirect hops, WebSockets):
 - schemes other than http(s)/ws(s) — `file:`, `javascript:`, `chrome:`, … — and `data:` as a
   top-level navigation (a data: image inside a page is fine);
 - any address that is not globally routable: loopback, private, link-local (169.254.169.254,
-  the metadata endpoint), carrier-grade NAT, multicast, reserved, IPv4-mapped forms of those;
-  host names are resolved first, and blocked if any address they resolve to is.
+  the metadata endpoint), carrier-grade NAT, multicast, reserved, IPv6 site-local (fec0::/10)
+  and NAT64's local-use prefix (64:ff9b:1::/48); host names are resolved first, and blocked if
+  any address they resolve to is;
+- an IPv6 address that carries an IPv4 one counts by the IPv4 it carries (blocked when that is
+  not public, whatever the IPv6 prefix says): IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible
+  (::a.b.c.d), IPv4-translated (::ffff:0:a.b.c.d), NAT64 (64:ff9b::a.b.c.d), 6to4
+  (2002:AABB:CCDD::) and Teredo (2001:0::/32, whose client address is stored inverted).
 
 `allow` entries open what a pipeline needs: `host`, `host:port`, or a CIDR (`10.0.0.0/8`).
 The bundled sites are served on loopback and allowed through this same list. `localhost`,
@@ -17,6 +22,9 @@ The bundled sites are served on loopback and allowed through this same list. `lo
 
 A name that does not resolve is no decision of the guard's: `check` and `vet` raise
 `NameNotResolved`, and callers report it as a DNS failure (`dns_failed`), never as a block.
+Nor is a URL that does not parse (an unclosed `[`, a port out of range or not a number):
+`check` and `split_url` raise `BadUrl` (a `bad_url` reject, or an action error for a goto);
+`check_static` returns why.
 
 Known limit: the browser resolves names itself after our check, so a DNS answer that changes
 between the two (rebinding) is not caught here; run untrusted task lists on workers whose
@@ -30,9 +38,11 @@ import ipaddress
 import socket
 import time
 from dataclasses import dataclass, field
+from string import hexdigits
 from urllib.parse import urlsplit
 
 WEB_SCHEMES = {"http", "https", "ws", "wss"}
+DEFAULT_PORTS = {"http": 80, "ws": 80, "https": 443, "wss": 443}
 HARMLESS = {"about:blank", "about:srcdoc"}
 DNS_TTL_S = 60.0
 
@@ -44,6 +54,47 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 class NameNotResolved(Exception):
     """DNS has no address for the host: the network's answer, not the guard's refusal."""
+
+
+class BadUrl(ValueError):
+    """A URL that does not parse: the task's or the model's mistake, not the guard's refusal."""
+
+
+def split_url(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of a URL, lower-cased, the host without IPv6 brackets, the port None
+    when the URL names none. `BadUrl` when it does not parse: `urlsplit` raises ValueError
+    for an unclosed `[`, and `.port` for a port out of range or not a number; and for a host
+    Chromium's parser refuses that Python's lets through (see `_host_problem`)."""
+    try:
+        parts = urlsplit(url)
+        scheme, host, port = parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
+    except ValueError as exc:
+        raise BadUrl(f"cannot parse {url[:300]!r}: {exc}") from None
+    problem = _host_problem(host) if scheme in WEB_SCHEMES else None
+    if problem is not None:
+        raise BadUrl(f"cannot parse {url[:300]!r}: {problem}")
+    return scheme, host, port
+
+
+FORBIDDEN_HOST = frozenset("<>\\^|") | {chr(c) for c in range(0x20)} | {"\x7f"}
+
+
+def _host_problem(host: str) -> str | None:
+    """Why the URL Standard (Chromium) refuses a host Python accepts: a forbidden code point,
+    or a last label that is a number when the whole is no IPv4 address (`999.1.1.1`,
+    `1.2.3.4.5`). IPv6 hosts were checked by `urlsplit` already."""
+    if ":" in host:
+        return None
+    if any(c in FORBIDDEN_HOST for c in host):
+        return "a forbidden character in the host"
+    last = host.removesuffix(".").rpartition(".")[2]
+    numeric = last.isdigit() or (last[:2] == "0x" and all(c in hexdigits for c in last[2:]))
+    if last.isascii() and numeric:
+        try:
+            socket.inet_aton(host.removesuffix("."))  # the URL Standard's IPv4 forms, and C's
+        except OSError:
+            return "not an IPv4 address, though it ends in a number"
+    return None
 
 
 @dataclass
@@ -84,19 +135,16 @@ class UrlGuard:
         host has no address (nothing to judge)."""
         if url in HARMLESS:
             return None
-        parts = urlsplit(url)
-        scheme = parts.scheme.lower()
+        scheme, host, port = split_url(url)
         if scheme == "data":
             return "data: URL as a top-level navigation" if top_level else None
         if scheme == "blob":
             return None  # same-origin object URLs of an allowed page
         if scheme not in WEB_SCHEMES:
             return f"scheme {scheme or '(none)'}: is not allowed"
-        host = (parts.hostname or "").lower()
         if not host:
             return "no host"
-        port = parts.port or {"http": 80, "ws": 80, "https": 443, "wss": 443}[scheme]
-        reason, _ = await self.vet(host, port)
+        reason, _ = await self.vet(host, port or DEFAULT_PORTS[scheme])
         return reason
 
     async def vet(self, host: str, port: int) -> tuple[str | None, list[IpAddress]]:
@@ -112,8 +160,10 @@ class UrlGuard:
         for address in addresses:
             if self._allowed(address, port) or _public(address):
                 continue
-            shown = host if host == str(address) else f"{host} ({address})"
-            return f"{shown} is not a public address (allow it in browser.allow)", []
+            return (
+                f"{_shown(host, address)} is not a public address (allow it in browser.allow)",
+                [],
+            )
         return None, addresses
 
     def check_static(self, url: str) -> str | None:
@@ -122,17 +172,15 @@ class UrlGuard:
         before a run and for choosing which links to follow."""
         if url in HARMLESS:
             return None
-        parts = urlsplit(url)
-        scheme = parts.scheme.lower()
+        try:
+            scheme, host, given = split_url(url)
+        except BadUrl as exc:
+            return str(exc)
         if scheme == "data":
             return "data: URL as a top-level navigation"
         if scheme not in WEB_SCHEMES:
             return f"scheme {scheme or '(none)'}: is not allowed"
-        host = (parts.hostname or "").lower()
-        try:
-            port = parts.port or {"http": 80, "ws": 80, "https": 443, "wss": 443}[scheme]
-        except ValueError:
-            return "bad port"
+        port = given or DEFAULT_PORTS[scheme]
         if not host:
             return "no host"
         if host in self._hosts or (host, port) in self._host_ports:
@@ -146,7 +194,7 @@ class UrlGuard:
                 return None  # a name: only DNS can tell
         if self._allowed(address, port) or _public(address):
             return None
-        return f"{host} is not a public address (allow it in browser.allow)"
+        return f"{_shown(host, address)} is not a public address (allow it in browser.allow)"
 
     def _allowed(self, address: IpAddress, port: int) -> bool:
         text = str(address)
@@ -182,7 +230,44 @@ def _aliases(host: str) -> tuple[str, ...]:
     return LOOPBACK_NAMES if host in LOOPBACK_NAMES else (host,)
 
 
+NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # RFC 6052 well-known prefix: IPv4 in the last 32
+NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")  # RFC 8215: a network's own translator
+TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")  # RFC 2765 (SIIT) IPv4-translated
+COMPATIBLE = ipaddress.IPv6Network("::/96")  # RFC 4291 IPv4-compatible (deprecated)
+
+
+def carried_ipv4(address: IpAddress) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one carries (mapped, compatible, translated, NAT64, 6to4,
+    Teredo's client), or None. A translator or tunnel on the way delivers to that IPv4."""
+    if isinstance(address, ipaddress.IPv4Address):
+        return None
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address.teredo is not None:
+        return address.teredo[1]  # (server, client): the client, already un-inverted
+    if any(address in net for net in (NAT64, TRANSLATED, COMPATIBLE)):
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
 def _public(address: IpAddress) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    """Globally routable and unicast; an IPv6 address carrying an IPv4 one only when that is too
+    (an IPv4-mapped one by its IPv4 alone: its prefix is never global by itself)."""
+    carried = carried_ipv4(address)
+    if carried is not None and not _public(carried):
+        return False
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return True  # by the IPv4 it carries, judged above
+        if address.is_site_local or address in NAT64_LOCAL:
+            return False  # deprecated site-local, local-use NAT64: never the open internet
     return address.is_global and not address.is_multicast
+
+
+def _shown(host: str, address: IpAddress) -> str:
+    """How a refused address is named: `host (address)`, and the IPv4 it carries."""
+    shown = host if host == str(address) else f"{host} ({address})"
+    carried = carried_ipv4(address)
+    return f"{shown}, which carries {carried}," if carried is not None else shown

@@ -13,7 +13,7 @@ from typing import Any
 
 from playwright.async_api import BrowserContext, Dialog, Page, Request, Route, WebSocketRoute
 
-from datagen.browser.guard import NameNotResolved, UrlGuard
+from datagen.browser.guard import BadUrl, NameNotResolved, UrlGuard
 
 log = logging.getLogger(__name__)
 MAX_RECORDED = 50
@@ -52,6 +52,9 @@ async def harden(
             except NameNotResolved:  # no block: fails as it would without the guard
                 await route.abort("namenotresolved")
                 return
+            except BadUrl:  # Chromium's URLs parse; should one not, it fails, and is no block
+                await route.abort("failed")
+                return
             if reason is None:
                 await route.continue_()
             else:
@@ -61,7 +64,7 @@ async def harden(
         async def on_socket(socket: WebSocketRoute) -> None:
             try:
                 reason = await guard.check(socket.url, top_level=False)
-            except NameNotResolved as exc:
+            except (NameNotResolved, BadUrl) as exc:
                 await socket.close(code=1011, reason=str(exc)[:100])
                 return
             if reason is None:

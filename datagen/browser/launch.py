@@ -5,6 +5,13 @@ Google hosts at every start and get refused; and Debian's Chromium in new-headle
 starts a hidden omnibox-popup renderer per context unless the WebUIOmnibox* features are
 disabled, which halves memory per context. Playwright passes its own `--disable-features=`
 list and a second such switch would replace it, so the two lists are merged.
+
+With the egress proxy (the URL guard on), WebRTC may use only what goes through the proxy
+(`PROXIED_ONLY_SWITCHES`): UDP never does, and the route guard never sees it, so a page's STUN
+or TURN server, or a remote ICE candidate, on an address the guard refuses would otherwise be
+sent packets directly (tests/integration/test_egress_udp.py). What else is not an HTTP request
+needs nothing more: WebTransport (HTTP/3, UDP) fails while a proxy is configured, and Chromium
+here acts on no `dns-prefetch` or `preconnect` hint; the same test watches both.
 """
 
 from __future__ import annotations
@@ -24,6 +31,13 @@ QUIET_SWITCHES = [
     "--no-first-run",
     "--disable-quic",
     "--disable-gpu",
+]
+# No UDP from WebRTC: no STUN, no TURN over UDP, no ICE checks, no host candidates (nor their
+# mDNS names announced on the network); TURN over TCP becomes a CONNECT the egress proxy vets.
+# Chrome reads the first switch, the headless shell (Playwright's own build) the second.
+PROXIED_ONLY_SWITCHES = [
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
 ]
 OUR_DISABLED_FEATURES = ["WebUIOmniboxPopup", "WebUIOmniboxAimPopup", "WebUIOmniboxFullPopup"]
 SYSTEM_CHROMIUM = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
@@ -72,14 +86,20 @@ def playwright_disabled_features() -> tuple[str, ...]:
     return ()
 
 
-def launch_options(executable: str, headless: bool, extra_args: list[str]) -> dict[str, object]:
-    """Keyword arguments for `playwright.chromium.launch`."""
+def launch_options(
+    executable: str, headless: bool, extra_args: list[str], proxy: str | None = None
+) -> dict[str, object]:
+    """Keyword arguments for `playwright.chromium.launch`; with `proxy` (the egress proxy's
+    URL) every connection goes through it, and WebRTC sends nothing that would not."""
     theirs = playwright_disabled_features()
     merged = list(dict.fromkeys([*theirs, *OUR_DISABLED_FEATURES]))
     args = [*QUIET_SWITCHES, f"--disable-features={','.join(merged)}", *extra_args]
+    if proxy is not None:
+        args += PROXIED_ONLY_SWITCHES  # last: a switch in extra_args cannot undo them
     ignore = [f"--disable-features={','.join(theirs)}"] if theirs else []
     # Playwright adds --no-sandbox itself (chromium_sandbox defaults to False), which root needs.
     return {
+        **({"proxy": {"server": proxy}} if proxy is not None else {}),
         "executable_path": executable,
         "headless": headless,
         "args": args,

@@ -37,7 +37,7 @@ from pydantic import BaseModel, ValidationError
 
 from datagen.browser.actions import execute
 from datagen.browser.egress import REASON_HEADER, EgressProxy
-from datagen.browser.guard import NameNotResolved, UrlGuard
+from datagen.browser.guard import BadUrl, NameNotResolved, UrlGuard, split_url
 from datagen.browser.hostile import PageEvents, harden
 from datagen.browser.launch import find_executable, launch_options
 from datagen.config import BrowserConfig
@@ -89,6 +89,23 @@ class BrowserDied(Exception):
     """Chromium is gone: the shard must fail (and be retried), not be committed as rejects."""
 
 
+class CheckNotBoolean(Exception):
+    """A task's `check.js` gave something other than true or false (a training label must not
+    come from JavaScript's truthiness: a Promise, an object or "false" would all be success)."""
+
+
+CHECK_SETTLE_MS = 5000
+# The check's value, awaited when it is a promise (bounded: one that never settles is broken),
+# and returned as JSON only when it is a boolean; otherwise its type and a glimpse of it.
+CHECK_JS = (
+    "async () => { const value = await Promise.race([(async () => (EXPR))(), "
+    "new Promise((_, fail) => setTimeout(() => fail(new Error("
+    f"'the check did not settle within {CHECK_SETTLE_MS} ms')), {CHECK_SETTLE_MS}))]); "
+    "return typeof value === 'boolean' ? value : "
+    "(typeof value) + ' ' + String(value).slice(0, 80); }"
+)
+
+
 # Chromium's network errors that say the host was never reached, by the reason they become
 NET_ERRORS = {
     "ERR_NAME_NOT_RESOLVED": RejectReason.DNS_FAILED,
@@ -101,11 +118,14 @@ NET_ERRORS = {
     "ERR_INTERNET_DISCONNECTED": RejectReason.UNREACHABLE,
 }
 NET_ERROR = re.compile(r"net::(ERR_[A-Z_]+)")
+# Playwright's "Cannot navigate to invalid URL": Chromium's parser refused what Python's took
+INVALID_URL = "invalid URL"
 
 
 class NavigationFailed(Exception):
     """The start URL could not be loaded; `reason` is its reject: `blocked_url` (the guard),
-    `dns_failed`, `unreachable` or `navigation_failed` (an HTTP error, anything else)."""
+    `bad_url` (it does not parse), `dns_failed`, `unreachable` or `navigation_failed` (an HTTP
+    error, anything else)."""
 
     def __init__(self, message: str, reason: RejectReason = RejectReason.NAVIGATION_FAILED) -> None:
         super().__init__(message)
@@ -150,15 +170,18 @@ class BrowserHost:
         except Exception:  # no browser downloaded by Playwright: fine, use the system's
             own = None
         executable = find_executable(self.config.executable, own)
-        options = launch_options(
-            executable, self.config.headless, [*self.config.extra_args, self._marker]
-        )
         self._main_process = None
         if self.guard is not None:
-            # Every connection goes through the egress proxy (Playwright sends loopback there too).
+            # Every connection goes through the egress proxy (Playwright sends loopback there
+            # too), and WebRTC sends no UDP, which could not.
             self.egress = EgressProxy(self.guard)
             await self.egress.start()
-            options["proxy"] = {"server": self.egress.url}
+        options = launch_options(
+            executable,
+            self.config.headless,
+            [*self.config.extra_args, self._marker],
+            proxy=self.egress.url if self.egress is not None else None,
+        )
         self._browser = await self._playwright.chromium.launch(**options)  # type: ignore[arg-type]
         self.version = f"chromium/{self._browser.version}"
         self.episodes = 0
@@ -317,15 +340,36 @@ class Session:
         self.guard = guard
         self.egress = egress
         self._requests: dict[int, float] = {}  # open requests of this page: id -> when sent
+        self._opened = time.monotonic()
         page.on("request", self._request_started)
         page.on("requestfinished", self._request_ended)
         page.on("requestfailed", self._request_ended)
+        if egress is not None:
+            page.on("response", self._proxy_answered)
+            page.on("requestfailed", self._proxy_failed)
 
     def _request_started(self, request: Request) -> None:
         self._requests[id(request)] = time.monotonic()
 
     def _request_ended(self, request: Request) -> None:
         self._requests.pop(id(request), None)
+
+    def _proxy_answered(self, response: Response) -> None:
+        """An http request the egress proxy refused (a redirect hop no route handler saw):
+        recorded with the episode's blocked requests, like the route guard's own blocks."""
+        if response.headers.get(REASON_HEADER) == RejectReason.BLOCKED_URL.value:
+            self._proxy_blocked(response.url)
+
+    def _proxy_failed(self, request: Request) -> None:
+        """The same for https and wss: Chromium only says the tunnel failed; the proxy says why."""
+        if "ERR_TUNNEL_CONNECTION_FAILED" in (request.failure or ""):
+            self._proxy_blocked(request.url)
+
+    def _proxy_blocked(self, url: str) -> None:
+        # the proxy's word, not the header's alone: a site could send that header itself
+        refusal = self.egress.refusal(url, since=self._opened) if self.egress else None
+        if refusal is not None and refusal.reason is RejectReason.BLOCKED_URL:
+            self.events.block(refusal.detail, url)
 
     def _loading(self) -> bool:
         """A request of this page is open that is not a long poll or a stream."""
@@ -343,7 +387,10 @@ class Session:
         up unchanged, and the pipeline fails the shard instead of rejecting the task.
         """
         try:
+            split_url(url)  # guard or no guard: a URL that does not parse is the task's mistake
             reason = await self._vet(url)
+        except BadUrl as exc:
+            raise NavigationFailed(str(exc), RejectReason.BAD_URL) from None
         except NameNotResolved as exc:
             raise NavigationFailed(f"{exc}: {url[:300]}", RejectReason.DNS_FAILED) from None
         if reason is not None:  # data:, file: and the like never reach a route handler
@@ -396,6 +443,8 @@ class Session:
         text = str(exc).splitlines()[0] if exc is not None else ""
         if "ERR_BLOCKED_BY_CLIENT" in text and self.events.blocked:
             return NavigationFailed(self.events.blocked[-1], RejectReason.BLOCKED_URL)
+        if INVALID_URL in text:  # Python's parser let it through, Chromium's did not
+            return NavigationFailed(f"{url[:300]}: {text}", RejectReason.BAD_URL)
         code = NET_ERROR.search(text)
         if code and code.group(1) in NET_ERRORS:
             return NavigationFailed(f"{url}: {text}", NET_ERRORS[code.group(1)])
@@ -539,9 +588,17 @@ class Session:
         return reason
 
     async def act(self, action: Action) -> str | None:
-        """Execute, then give the page `settle_ms` and any navigation time to react."""
+        """Execute, then give the page `settle_ms` and any navigation time to react. A goto the
+        guard refuses, or to a URL that does not parse, is not taken: its action error says
+        why. One to a name that does not resolve is taken, and fails as it would unguarded."""
         if isinstance(action, Goto):
-            reason = await self._vet(action.url)
+            try:
+                split_url(action.url)
+                reason = await self._vet(action.url)
+            except BadUrl as exc:
+                return f"bad URL: {exc}"
+            except NameNotResolved:
+                reason = None  # the route handler aborts it as Chromium would: an error page
             if reason is not None:
                 return f"blocked: {reason}"
         error = await execute(
@@ -569,7 +626,13 @@ class Session:
             if check.text_present not in text:
                 return False
         if check.js is not None:
-            return bool(await self.page.evaluate(f"() => Boolean({check.js})"))
+            value = await self.page.evaluate(CHECK_JS.replace("EXPR", check.js))
+            if not isinstance(value, bool):
+                raise CheckNotBoolean(
+                    f"success check gave {value!r}, not true or false: write a comparison "
+                    "(=== , >=, Boolean(…))"
+                )
+            return value
         return True
 
     def watch_documents(self) -> None:

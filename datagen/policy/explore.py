@@ -19,6 +19,7 @@ import hashlib
 import random
 from urllib.parse import urlsplit
 
+from datagen.browser.guard import BadUrl, split_url
 from datagen.config import ExplorePolicy
 from datagen.records import (
     Action,
@@ -159,22 +160,33 @@ class Explorer:
 def _leads_out(element: Element, scope: Scope) -> bool:
     """A link to a page out of the scope (an empty href: not a link, or not known)."""
     href = element.href
-    scheme = urlsplit(href).scheme.lower()
-    if not href or scheme == "javascript":  # runs on this page
+    if not href or _scheme(href) == "javascript":  # runs on this page
         return False
     return not scope.contains(href)  # mailto:, tel: and other schemes lead out too
 
 
 def _blocked(element: Element, scope: Scope) -> bool:
-    """A link the URL guard would block (checked without DNS)."""
-    if scope.blocked is None or urlsplit(element.href).scheme.lower() not in ("http", "https"):
+    """A link the URL guard would block (checked without DNS), or one whose href does not parse
+    (a page can write `http://[::1` or a port out of range; the browser keeps it as written)."""
+    scheme = _scheme(element.href)
+    if scheme is None:
+        return True
+    if scope.blocked is None or scheme not in ("http", "https"):
         return False
     return scope.blocked(element.href) is not None
 
 
+def _scheme(href: str) -> str | None:
+    """The href's scheme, lower-cased; None when the href does not parse."""
+    try:
+        return split_url(href)[0]
+    except BadUrl:
+        return None
+
+
 def _state_key(obs: Observation) -> str:
     """A page state: path and fragment, plus a digest of what is clickable in view."""
-    parts = urlsplit(obs.url)
+    parts = urlsplit(obs.url)  # the page's own URL: Chromium's, always parses
     names = "|".join(sorted(f"{e.selector}:{e.name}" for e in obs.elements))
     digest = hashlib.sha1(names.encode()).hexdigest()[:10]
     return f"{parts.path}#{parts.fragment}@{digest}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import sys
 import threading
 import traceback
@@ -36,9 +37,10 @@ class BrowserPlugin(WorkerPlugin):
 
     name = PLUGIN_NAME
 
-    def __init__(self, config: PipelineConfig, workers: int = 1) -> None:
+    def __init__(self, config: PipelineConfig, workers: int = 1, local: bool = False) -> None:
         self.config = config
         self.workers = workers  # the workers sharing the engine's in-flight budget
+        self.local = local  # a worker of the driver's own LocalCluster (shares its terminal)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.thread: threading.Thread | None = None
         self.host: BrowserHost | None = None
@@ -47,6 +49,8 @@ class BrowserPlugin(WorkerPlugin):
         self.meter = Meter()
 
     def setup(self, worker: Any) -> None:
+        if self.local:
+            _quiet_in_the_drivers_terminal()
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(
             target=self.loop.run_forever, name="datagen-browser-loop", daemon=True
@@ -154,3 +158,20 @@ def _await_chain(task: asyncio.Task[Any]) -> str:
             links.append(f"{frame.f_code.co_name} ({frame.f_code.co_filename}:{frame.f_lineno})")
         coro = getattr(coro, "cr_await", None) or getattr(coro, "ag_await", None)
     return f"{task.get_name()}: " + " > ".join(links)
+
+
+class _NotShardFailures(logging.Filter):
+    """Drops Dask's "Compute Failed" record (a traceback): the driver reports each failed
+    shard itself, in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Compute Failed")
+
+
+def _quiet_in_the_drivers_terminal() -> None:
+    """A LocalCluster's workers write to the driver's terminal and share its Ctrl-C."""
+    logging.getLogger("distributed.worker").addFilter(_NotShardFailures())
+    if threading.current_thread() is threading.main_thread():
+        # Ctrl-C is the driver's to handle (it closes the cluster in order). Workers it
+        # spawned ignore it already; this covers one its nanny respawned after a crash.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)

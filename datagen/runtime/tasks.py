@@ -46,6 +46,13 @@ def run_shard_task(
     # Per-shard limit: every episode timing out in turn, plus room for writing. Past it the Dask
     # task fails (and is retried) instead of holding its worker forever.
     waves = math.ceil(len(tasks) * config.run.repeats / config.cluster.sessions_per_worker)
-    return plugin.run(
-        run_shard(shard, tasks, ctx), timeout=waves * config.run.episode_timeout_s + 300
-    )
+    try:
+        return plugin.run(
+            run_shard(shard, tasks, ctx), timeout=waves * config.run.episode_timeout_s + 300
+        )
+    except Exception as exc:
+        # Dask pickles a failed task's exception with its whole chain (tblib); Playwright's
+        # errors in that chain do not pickle (a RecursionError and a logged traceback per
+        # shard). The message already says what the chain would.
+        exc.__cause__ = exc.__context__ = None
+        raise

@@ -91,3 +91,36 @@ def test_scripted_shard_rows_and_rejects(browser_plugin, pages, tmp_path: Path) 
     occluded = [r for r in rejects if r["reason"] == "occluded"]
     assert len(occluded) == len(steps) and all("#under" in r["detail"] for r in occluded)
     assert {r["task_id"] for r in rejects if r["stage"] == "task"} == {"unreachable"}
+
+
+def test_async_and_non_boolean_checks(browser_plugin, pages, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Success labels come from true or false only: promises are awaited (a resolved false is
+    not success), anything else is a broken check (check_error), never truthiness."""
+    page = pages.base_url + "occluded.html"
+    click = (Click(x=80, y=40),)  # clicks "Front": document.body.dataset.clicked === 'front'
+    checks = {
+        "resolved-false": "Promise.resolve(false)",
+        "resolved-true-later": "new Promise(r => setTimeout(() => r(document.body.dataset.clicked === 'front'), 30))",
+        "plain-true": "document.body.dataset.clicked === 'front'",
+        "number": "document.querySelectorAll('button').length",
+        "string-false": "'false'",
+        "rejected": "Promise.reject(new Error('nope'))",
+    }
+    specs = [
+        TaskSpec(id=name, start_url=page, instruction="x", actions=click, check=SuccessCheck(js=js))
+        for name, js in checks.items()
+    ]
+    config = make_config(tmp_path, policy={"type": "scripted"})
+    out = tmp_path / "out"
+    ctx = ShardContext(
+        config=config, run_id="r", host=browser_plugin.host, storage=LocalStorage(out)
+    )
+    browser_plugin.run(run_shard(3, specs, ctx))
+
+    success = {e["task_id"]: e["success"] for e in read(out, "episodes")}
+    broken = {
+        r["task_id"]: r["detail"] for r in read(out, "rejects") if r["reason"] == "check_error"
+    }
+    assert success == {"resolved-false": False, "resolved-true-later": True, "plain-true": True}
+    assert set(broken) == {"number", "string-false", "rejected"}
+    assert "not true or false" in broken["number"] and "not true or false" in broken["string-false"]

@@ -1,17 +1,29 @@
 """The URL guard against a page trying to reach a loopback service and the cloud metadata
-address: top-level, redirects, iframes, fetch/XHR, images, WebSockets and DNS names."""
+address: top-level, redirects, iframes, fetch/XHR, images, WebSockets and DNS names; IPv6
+addresses carrying those IPv4 ones, at the route guard and at the egress proxy; and the proxy's
+blocks recorded on the episode, its 403 page never a step."""
 
 from __future__ import annotations
 
+import asyncio
 import http.server
+import ipaddress
+import re
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from datagen.browser.egress import REASON_HEADER
 from datagen.browser.session import BrowserHost, NavigationFailed
 from datagen.config import BrowserConfig
+from datagen.pipeline import ShardContext, run_episode
+from datagen.records import Goto, TaskSpec
+from datagen.sink.storage import LocalStorage
+from tests.conftest import make_config
+from tests.unit.test_guard import EMBEDDED
 
 pytestmark = pytest.mark.browser
 
@@ -52,6 +64,14 @@ ATTACKS = {
     "redirect-sub": '<img src="/redirect?to={secret}/via-redirect.png">',
     # (a file: iframe inside an http page is refused by Chromium itself before any request)
 }
+# IPv6 forms of non-public IPv4 addresses: loaded directly (the route guard) and as a redirect
+# hop of a sub-request (only the egress proxy sees it)
+EMBEDDED_PAGES = {
+    "ipv6": "".join(f'<img src="http://[{a}]/x.png">' for a in EMBEDDED.values()),
+    "ipv6-hop": "".join(
+        f'<img src="/redirect?to=http://[{a}]/hop.png">' for a in EMBEDDED.values()
+    ),
+}
 
 
 def attacker(secret_port: int) -> type[http.server.BaseHTTPRequestHandler]:
@@ -69,7 +89,7 @@ def attacker(secret_port: int) -> type[http.server.BaseHTTPRequestHandler]:
                 self.end_headers()
                 return
             kind = parts.path.strip("/")
-            body = ATTACKS.get(kind, "<p>hello</p>").format(
+            body = (ATTACKS.get(kind) or EMBEDDED_PAGES.get(kind, "<p>hello</p>")).format(
                 secret=secret,
                 dns=f"http://localhost:{secret_port}",
                 ws=f"ws://127.0.0.1:{secret_port}",
@@ -124,14 +144,16 @@ def test_pages_cannot_reach_loopback_or_metadata(browser_plugin, servers) -> Non
     assert secret.hits == []  # nothing reached the internal service
     blocked = dict(zip(ATTACKS, (b for _, b in results), strict=True))
     for kind, reasons in blocked.items():
-        if kind != "redirect-sub":
-            assert reasons, f"{kind}: nothing was blocked"
+        assert reasons, f"{kind}: nothing was blocked"
     assert any("169.254.169.254" in r for r in blocked["fetch"])
     assert any("localhost" in r for r in blocked["dns"])
-    # A redirect hop of a sub-request never reaches a route handler: the egress proxy stops it.
-    assert blocked["redirect-sub"] == [] and any(
-        f"127.0.0.1:{secret.server_address[1]}" in r for r in egress
-    )
+    # A redirect hop of a sub-request never reaches a route handler: the egress proxy stops it,
+    # and the episode records it like the route guard's own blocks.
+    hop = f"127.0.0.1:{secret.server_address[1]}/via-redirect.png"
+    assert any(hop in r for r in egress)
+    assert blocked["redirect-sub"] == [
+        f"127.0.0.1 is not a public address (allow it in browser.allow): http://{hop}"
+    ]
     assert any(r.startswith("ws://") or "ws" in r for r in blocked["ws"])
 
 
@@ -165,3 +187,114 @@ def test_allow_list_opens_what_a_pipeline_needs(browser_plugin, servers) -> None
     assert "/iframe" in secret.hits and "/fetch" in secret.hits  # allowed, so reached
     assert any("169.254.169.254" in r for r in results[1][1])  # the rest stays blocked
     secret.hits.clear()
+
+
+def addresses(entries: list[str]) -> set[ipaddress.IPv6Address]:
+    """The IPv6 addresses named in blocked-request entries (in whatever form each took)."""
+    found = re.findall(r"\[([0-9a-f:.]+)\]", " ".join(entries))
+    return {ipaddress.IPv6Address(a) for a in found}
+
+
+async def ask_proxy(proxy: str, request_line: str) -> tuple[str, str]:
+    """One request straight to the egress proxy: (status line, its X-Datagen-Egress)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", int(proxy.rpartition(":")[2]))
+    try:
+        writer.write(f"{request_line}\r\nHost: x\r\n\r\n".encode())
+        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+    finally:
+        writer.close()
+    headers = dict(line.lower().split(": ", 1) for line in head[1:] if ": " in line)
+    return head[0], headers.get(REASON_HEADER, "")
+
+
+def test_ipv6_forms_of_blocked_ipv4_addresses_are_refused_by_guard_and_proxy(
+    browser_plugin, servers
+) -> None:  # type: ignore[no-untyped-def]
+    secret, site = servers
+    origin = f"127.0.0.1:{site.server_address[1]}"
+    host = BrowserHost(BrowserConfig(), allow=[origin])
+    forms = {ipaddress.IPv6Address(a) for a in EMBEDDED.values()}
+
+    async def scenario() -> tuple[list[str], list[str], list[str], list[tuple[str, str]]]:
+        await host.start()
+        assert host.egress is not None
+        try:
+            seen: dict[str, list[str]] = {}
+            for kind in EMBEDDED_PAGES:
+                async with host.session() as session:
+                    await session.goto(f"http://{origin}/{kind}")
+                    await session.page.wait_for_timeout(500)  # let the images load or fail
+                    seen[kind] = list(session.events.blocked)
+            starts = []
+            for address in EMBEDDED.values():
+                async with host.session() as session:
+                    try:
+                        await session.goto(f"http://[{address}]/latest/meta-data/")
+                        starts.append("loaded")
+                    except NavigationFailed as exc:
+                        starts.append(exc.reason.value)
+            answers = []
+            for address in EMBEDDED.values():  # straight to the proxy: plain http, and CONNECT
+                answers.append(
+                    await ask_proxy(host.egress.url, f"GET http://[{address}]/ HTTP/1.1")
+                )
+                answers.append(
+                    await ask_proxy(host.egress.url, f"CONNECT [{address}]:443 HTTP/1.1")
+                )
+        finally:
+            await host.close()
+        return seen["ipv6"], seen["ipv6-hop"], starts, answers
+
+    direct, hops, starts, answers = browser_plugin.run(scenario(), timeout=120)
+    assert addresses(direct) == forms  # the route guard refused every image
+    assert addresses(hops) == forms  # the egress proxy refused every hop, recorded on the page
+    assert all("not a public address" in entry for entry in direct + hops)
+    assert starts == ["blocked_url"] * len(EMBEDDED)
+    # before: the proxy dialled them and answered 502 unreachable (no route on this machine)
+    assert answers == [("HTTP/1.1 403 Forbidden", "blocked_url")] * (2 * len(EMBEDDED))
+    assert secret.hits == []
+
+
+def test_a_goto_redirected_to_a_blocked_address_is_recorded_and_never_a_step(
+    browser_plugin, servers, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """The egress proxy refuses the redirect hop (http: its 403 page; https: a failed tunnel,
+    Chromium's error page): that page is never a step nor the final screen, and the block is
+    on the episode, the step reject saying what was blocked."""
+    secret, site = servers
+    origin = f"http://127.0.0.1:{site.server_address[1]}"
+    assert browser_plugin.host.guard is not None
+    browser_plugin.host.guard.permit(origin.removeprefix("http://"))
+    hops = [
+        "http://169.254.169.254/latest/meta-data/",
+        "https://169.254.169.254/latest/meta-data/",
+        "http://[64:ff9b::a9fe:a9fe]/latest/meta-data/",
+        f"http://127.0.0.1:{secret.server_address[1]}/secret",  # in the site scope, blocked
+    ]
+    start = f"{origin}/start"
+    gotos = [Goto(url=f"{origin}/redirect?to={hop}") for hop in hops]
+    # a step that stays in scope between: four ways back in a row would end it as left_scope
+    actions = (*gotos[:2], Goto(url=start), *gotos[2:])
+    for scope in ("site", "anywhere"):
+        config = make_config(
+            tmp_path,
+            policy={"type": "scripted"},
+            run={"max_steps": len(actions), "scope": scope},  # the last goto: the final look
+        )
+        ctx = ShardContext(
+            config=config, run_id="r", host=browser_plugin.host, storage=LocalStorage(tmp_path)
+        )
+        task = TaskSpec(id=f"hop-{scope}", start_url=start, instruction="x", actions=actions)
+        out = browser_plugin.run(run_episode(task, 0, ctx), timeout=120)
+
+        assert out.episode is not None, out.rejects
+        assert [s.url for s in out.steps] == [start] * len(actions), scope
+        assert out.episode.final_url == start and out.episode.status == "max_steps"
+        strays = [r for r in out.rejects if r.stage == "step"]
+        assert len(strays) == len(hops), strays
+        assert all("(blocked: " in r.detail and "not a public address" in r.detail for r in strays)
+        blocked = " ".join(out.episode.blocked_requests)
+        for hop in hops:
+            assert hop in blocked, hop
+        assert ["led to" in (s.action_error or "") for s in out.steps] == [1, 1, 0, 1, 1]
+    assert secret.hits == []

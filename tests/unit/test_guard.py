@@ -1,13 +1,15 @@
 """The URL guard's decisions without a browser: localhost and the loopback addresses in
-`browser.allow` name one machine; a name that does not resolve is no block."""
+`browser.allow` name one machine; a name that does not resolve is no block; IPv6 addresses
+count by the IPv4 they carry; a URL that does not parse is `BadUrl`, never a crash."""
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 
 import pytest
 
-from datagen.browser.guard import NameNotResolved, UrlGuard
+from datagen.browser.guard import BadUrl, NameNotResolved, UrlGuard, carried_ipv4, split_url
 
 LOOPBACK = ["http://127.0.0.1:8000/", "http://localhost:8000/", "http://[::1]:8000/"]
 
@@ -52,3 +54,73 @@ def test_a_name_without_addresses_is_not_a_block(monkeypatch: pytest.MonkeyPatch
         asyncio.run(guard.vet("no-such-host.invalid", 443))
     # an allowed name is the user's to reach: no verdict, no address (the proxy dials it)
     assert asyncio.run(guard.vet("known-but-gone", 80)) == (None, [])
+
+
+# IPv6 addresses that carry an IPv4 one, with the metadata or a loopback address inside
+EMBEDDED = {
+    "nat64": "64:ff9b::a9fe:a9fe",  # 64:ff9b::169.254.169.254
+    "nat64-local-use": "64:ff9b:1::808:808",  # RFC 8215: never public, whatever it carries
+    "ipv4-compatible": "::127.0.0.1",
+    "ipv4-translated": "::ffff:0:a9fe:a9fe",  # SIIT
+    "ipv4-mapped": "::ffff:169.254.169.254",
+    "6to4": "2002:a9fe:a9fe::",
+    "teredo": "2001:0:4136:e378:8000:63bf:5601:56fe",  # client 169.254.169.1, stored inverted
+    "site-local": "fec0::1",
+}
+
+
+@pytest.mark.parametrize("form", EMBEDDED)
+def test_ipv6_forms_carrying_a_non_public_ipv4_are_blocked(form: str) -> None:
+    guard = UrlGuard()
+    address = EMBEDDED[form]
+    for url in (f"http://[{address}]/latest/meta-data/", f"https://[{address}]:8443/"):
+        assert "not a public address" in (check(guard, url) or ""), url
+        assert "not a public address" in (guard.check_static(url) or ""), url
+    reason, addresses = asyncio.run(guard.vet(address, 80))  # what the egress proxy asks
+    assert reason is not None and addresses == []
+
+
+def test_the_reason_names_the_ipv4_an_ipv6_address_carries() -> None:
+    reason = check(UrlGuard(), "http://[64:ff9b::a9fe:a9fe]/")
+    assert reason == (
+        "64:ff9b::a9fe:a9fe, which carries 169.254.169.254, is not a public address "
+        "(allow it in browser.allow)"
+    )
+
+
+@pytest.mark.parametrize(
+    "address", ["64:ff9b::808:808", "2002:808:808::1", "::ffff:8.8.8.8", "2606:4700::1111"]
+)
+def test_ipv6_forms_carrying_a_public_ipv4_still_load(address: str) -> None:
+    assert asyncio.run(UrlGuard().vet(address, 443)) == (None, [ipaddress.ip_address(address)])
+
+
+def test_carried_ipv4() -> None:
+    assert str(carried_ipv4(ipaddress.ip_address("::7f00:1"))) == "127.0.0.1"
+    assert str(carried_ipv4(ipaddress.ip_address("2001:0:4136:e378:8000:63bf:5601:56fe"))) == (
+        "169.254.169.1"
+    )
+    assert carried_ipv4(ipaddress.ip_address("2606:4700::1111")) is None
+    assert carried_ipv4(ipaddress.ip_address("8.8.8.8")) is None
+
+
+BAD_URLS = [
+    "http://127.0.0.1:99999/",  # port out of range
+    "http://[::1/",  # unclosed bracket
+    "http://h:80a/",  # port not a number
+    "http://[::1]:x/",
+    "https://a]b/",
+    "http://[not-an-address]/",
+    "http://a^b/",  # Python's parser takes these two, Chromium's ("invalid URL") does not
+    "http://999.1.1.1/",
+]
+
+
+@pytest.mark.parametrize("url", BAD_URLS)
+def test_a_url_that_does_not_parse_is_bad_url_not_a_crash(url: str) -> None:
+    guard = UrlGuard(["127.0.0.1"])
+    with pytest.raises(BadUrl, match="cannot parse"):
+        check(guard, url)
+    with pytest.raises(BadUrl):
+        split_url(url)
+    assert (guard.check_static(url) or "").startswith("cannot parse")  # for warnings: no raise

@@ -321,3 +321,48 @@ def test_the_model_policy_is_told_when_its_action_led_away() -> None:
         '{"type": "click"} -> off_scope https://github.com/; the page was brought back'
     ]
     assert isinstance(policy, Recovering) and isinstance(explorer(), Recovering)
+
+
+# ----------------------------------------------------------------- URLs that do not parse
+
+MALFORMED = ["http://127.0.0.1:99999/", "http://[::1/", "http://h:80a/"]
+
+
+def test_urls_that_do_not_parse_are_in_no_scope_and_raise_nothing() -> None:
+    from datagen.course import Course
+
+    guard = UrlGuard(["127.0.0.1:8000"])
+    for kind in ("site", "origin", "anywhere", ["127.0.0.1"]):
+        scope = Scope.for_task(kind, START, *MALFORMED, blocked=guard.check_static)
+        for url in MALFORMED:
+            assert not scope.contains(url) and not scope.contains(url, guarded=False)
+            assert not scope.is_start(url) and not same_document(url, START)
+            stray = page_problem(url, scope)
+            assert stray is not None and stray.reason is RejectReason.OFF_SCOPE
+        # a model's goto there is no place to be "not taken" from: the session says bad URL
+        course = Course(scope=scope, start_url=START)
+        assert not any(course.elsewhere(url) for url in MALFORMED)
+    assert Scope.for_task("site", MALFORMED[0]).sites == frozenset()
+
+
+def test_explore_never_picks_a_link_whose_href_does_not_parse() -> None:
+    elements = [link(i, url) for i, url in enumerate(MALFORMED)] + [link(7, START + "a")]
+    for seed in range(10):
+        policy = explorer(seed)
+        picks = [asyncio.run(policy.decide(observe(elements), TASK)) for _ in range(4)]
+        assert {d.target.index for d in picks if d.target} == {7}
+    decision = asyncio.run(explorer().decide(observe(elements[:3]), TASK))
+    assert decision.target is None  # nothing else there: scroll or back, never those links
+
+
+def test_validate_warns_about_start_urls_that_do_not_parse(tmp_path: Path) -> None:
+    path = pipeline(tmp_path, [*MALFORMED, "https://example.com/", "http://127.0.0.1:8000/"])
+    result = CliRunner().invoke(app, ["validate", str(path)])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "3 of 5 start URLs do not parse: t0 ('http://127.0.0.1:99999/')" in text
+    assert "each will end as a bad_url reject" in text
+    assert "1 of 5 start URLs would be blocked by the URL guard" in text
+    off = pipeline(tmp_path, MALFORMED[:1], browser={"url_guard": False})
+    output = CliRunner().invoke(app, ["validate", str(off)]).output
+    assert "1 of 1 start URLs do not parse" in " ".join(output.split())

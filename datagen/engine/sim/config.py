@@ -44,6 +44,11 @@ class SimConfig(BaseModel):
         None, description="answer this x, y for every point"
     )
     text_reply: str = Field("OK", description="content when the request has no schema")
+    replies: list[str] = Field(
+        default_factory=list,
+        description="contents answered in turn (then again from the first) to requests with a "
+        "schema, in place of generated ones: a scripted model, for tests",
+    )
     # faults
     error_rate: float = Field(0.0, ge=0, le=1, description="share of requests answered 500")
     drop_rate: float = Field(

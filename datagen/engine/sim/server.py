@@ -38,6 +38,7 @@ def make_app(config: SimConfig) -> web.Application:
         "config": config,
         "fault_rng": random.Random(config.seed),
         "started": time.time(),
+        "replied": 0,  # scripted replies given
     }
     app.router.add_post("/v1/chat/completions", _chat)
     app.router.add_get("/v1/models", _models)
@@ -119,6 +120,10 @@ async def _chat(request: web.Request) -> web.StreamResponse:
         text_reply=config.text_reply,
         malformed=malformed,
     )
+    if config.replies and prompt.schema is not None:
+        state = request.app[STATE_KEY]
+        answer = config.replies[state["replied"] % len(config.replies)]
+        state["replied"] += 1
     sim = SimRequest(
         id=f"chatcmpl-{request_id}",
         prompt_tokens=prompt.tokens,
