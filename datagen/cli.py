@@ -3,6 +3,7 @@ Playwright, pyarrow) happen inside the commands that need them."""
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -261,12 +262,23 @@ def run(
         bool, typer.Option("--dry-run", help="show the plan, launch nothing")
     ] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="debug logging")] = False,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="check committed shards by sha256 (reads every part), not only by size; "
+            "shards that fail are redone",
+        ),
+    ] = False,
 ) -> None:
     """Run a pipeline: tasks → Dask workers → Chromium → policy → validated Parquet."""
     try:
         plan = _load(pipeline, output)
     except DatagenError as exc:
         raise _fail(exc) from None
+    except KeyboardInterrupt:
+        err_console.print("[yellow]interrupted:[/] nothing was started")
+        raise typer.Exit(130) from None
     _show_plan(plan)
     _warn(plan)
     if dry_run:
@@ -279,7 +291,7 @@ def run(
     setup_logging(verbose)
     try:
         with RichProgress(console) as progress:
-            summary = execute(plan, progress)
+            summary = execute(plan, progress, verify=verify)
     except DatagenError as exc:
         raise _fail(exc) from None
     except KeyboardInterrupt:
@@ -288,6 +300,15 @@ def run(
             "not committed. Run the same command again to finish."
         )
         raise typer.Exit(130) from None
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        raise _fail(
+            OSError(
+                f"no space left on the device of {plan.config.output.uri}: committed shards are "
+                "kept. fix: free space (or choose another --output) and run the same command again"
+            )
+        ) from None
     _show_summary(summary, len(plan.tasks))
     empty = bool(plan.tasks) and not summary.manifest["tables"]["episodes"]["rows"]
     if summary.failed_shards or not summary.manifest.get("complete") or empty:
@@ -320,6 +341,23 @@ def _show_summary(summary: RunSummary, tasks: int) -> None:
         console.print(
             f"already committed and skipped: {n} shard{'s' * (n != 1)} "
             f"({before.episodes} episodes, {before.rejected} ended as rejects)"
+        )
+    if summary.redone_shards:
+        n = len(summary.redone_shards)
+        console.print(
+            f"[yellow]redone: {n} shard{'s' * (n != 1)} whose committed parts failed the "
+            "integrity check (marker removed, shard run again):[/]"
+        )
+        for shard, reason in summary.redone_shards.items():
+            console.print(
+                f"  shard {shard}: {reason}", highlight=False, markup=False, soft_wrap=True
+            )
+    if summary.leased_elsewhere:
+        n, theirs = len(summary.leased_elsewhere), len(summary.other_run_shards)
+        console.print(
+            f"another run of this pipeline held {n} shard{'s' * (n != 1)} when this one "
+            f"started: {theirs} committed by it, {n - theirs} taken over here when it stopped; "
+            f"this run ran {len(summary.results) + len(summary.failed_shards)}"
         )
     for shard, reason in summary.failed_shards.items():
         err_console.print(f"[red]shard {shard} failed:[/] {reason}")
@@ -368,19 +406,55 @@ def inspect(
 ) -> None:
     """Summarise a dataset (committed shards only); optionally write an HTML gallery."""
     from datagen.observe.inspect import gallery, load, summary
+    from datagen.sink.storage import open_storage
+    from datagen.sink.verify import verify_output
 
-    try:
+    try:  # sizes only: cheap; `datagen verify` reads every part for its sha256
+        check = verify_output(open_storage(uri, endpoint_url), full=False)
+        for line in check.lines() if not check.ok else []:
+            err_console.print(f"[yellow]integrity:[/] {line}", highlight=False)
         tables = load(uri, endpoint_url)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, DatagenError) as exc:
         raise _fail(exc) from None
     facts = summary(tables)
     table = Table(title=f"dataset {uri}", show_header=False)
     for key, value in facts.items():
         table.add_row(key.replace("_", " "), str(value))
+    table.add_row(
+        "integrity",
+        f"sizes ok: {check.shards} shards, {check.parts} parts (sha256: datagen verify)"
+        if check.ok
+        else f"{len(check.problems)} problems in {len(check.by_shard())} shards: datagen verify",
+    )
     console.print(table)
     if html_out is not None:
         html_out.write_text(gallery(tables, episodes), encoding="utf-8")
         console.print(f"wrote {html_out}")
+
+
+@app.command()
+def verify(
+    uri: Annotated[str, typer.Argument(help="output folder or s3://bucket/prefix")],
+    endpoint_url: Annotated[str | None, typer.Option(help="S3-compatible endpoint")] = None,
+    sizes_only: Annotated[
+        bool, typer.Option("--sizes-only", help="existence and sizes only: no downloads")
+    ] = False,
+) -> None:
+    """Check a dataset's integrity: every marker is readable JSON of the right shape, every part
+    it commits exists with the size and sha256 it records. Exit code 1 if anything is wrong."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from datagen.sink.storage import open_storage
+    from datagen.sink.verify import verify_output
+
+    try:
+        report = verify_output(open_storage(uri, endpoint_url), full=not sizes_only)
+    except (OSError, ValueError, DatagenError, BotoCoreError, ClientError) as exc:
+        raise _fail(exc) from None
+    for line in report.lines():
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
+    if not report.ok:
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -11,14 +11,18 @@ one shard may cause, so one poisonous task cannot take the whole run down.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
+import signal
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import dask
 from distributed import Client, LocalCluster, as_completed
+from distributed.utils import format_dashboard_link
 
 from datagen.config import ClusterConfig
 from datagen.observe.report import Timeline, step_latencies, write_report
@@ -26,10 +30,12 @@ from datagen.plan import Plan
 from datagen.records import Resumed, ShardResult
 from datagen.runtime.endpoint import engine_endpoint
 from datagen.runtime.plugin import BrowserPlugin
-from datagen.runtime.tasks import PROGRESS_TOPIC, run_shard_task
+from datagen.runtime.tasks import PROGRESS_TOPIC, OutputFull, run_shard_task
+from datagen.sink.lease import ShardLeases
 from datagen.sink.manifest import finalize
 from datagen.sink.read import read_committed
 from datagen.sink.storage import Storage, output_storage
+from datagen.sink.verify import distrust, verify_output
 from datagen.sink.writer import claim_output, completed_shards, read_markers
 
 log = logging.getLogger(__name__)
@@ -52,6 +58,12 @@ class RunSummary:
     skipped_shards: list[int] = field(default_factory=list)
     resumed: Resumed = field(default_factory=Resumed)  # what those shards hold
     failed_shards: dict[int, str] = field(default_factory=dict)
+    # committed shards that failed the integrity check: marker removed, run again; shard → why
+    redone_shards: dict[int, str] = field(default_factory=dict)
+    # shards another live run of the pipeline held when this one started; of them, those it
+    # committed (the rest this run took over when that run stopped)
+    leased_elsewhere: list[int] = field(default_factory=list)
+    other_run_shards: list[int] = field(default_factory=list)
     seconds: float = 0.0
     dashboard: str = ""
     report: str = ""  # the run report's location, when one was written
@@ -65,17 +77,36 @@ def connect(config: ClusterConfig) -> Iterator[Client]:
             with Client(config.address) as client:
                 yield client
             return
-        with (
-            LocalCluster(
+        cluster = _spawn_deaf_to_ctrl_c(
+            lambda: LocalCluster(
                 n_workers=config.workers,
                 threads_per_worker=1,  # one shard at a time per worker; concurrency is inside it
                 processes=True,
                 dashboard_address=config.dashboard,
                 silence_logs=logging.ERROR,
-            ) as cluster,
-            Client(cluster) as client,
-        ):
+            )
+        )
+        with cluster, Client(cluster) as client:
             yield client
+
+
+def _spawn_deaf_to_ctrl_c(make: Callable[[], LocalCluster]) -> LocalCluster:
+    """Start the LocalCluster with SIGINT ignored here, so in the workers it spawns.
+
+    Ctrl-C goes to the terminal's whole process group: each worker would get it mid-import or
+    mid-episode (a traceback per worker, browsers closed under running shards). An ignored
+    signal stays ignored across exec, and Python then installs no handler of its own, so the
+    workers never see it; this process gets it back once the cluster is up and closes the
+    cluster in order. The cost: a Ctrl-C during the few seconds of the start is lost (press it
+    again). Workers a nanny respawns later ignore it from the plugin's setup.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return make()
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return make()
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def _worker_count(client: Client, config: ClusterConfig) -> int:
@@ -85,60 +116,124 @@ def _worker_count(client: Client, config: ClusterConfig) -> int:
     return max(1, len(client.scheduler_info().get("workers", {})))
 
 
-def execute(plan: Plan, progress: RunProgress) -> RunSummary:
-    """Run every pending shard of the plan and write the manifest."""
+def dashboard_link(client: Client) -> str:
+    """The dashboard's URL at the address it listens on. Dask's own link names the scheduler's
+    host (127.0.0.1 for a LocalCluster) wherever the dashboard bound: with `0.0.0.0:8787` it
+    said 127.0.0.1 while every interface was open. For a running scheduler (`address`), Dask's
+    link: only that machine knows where its dashboard listens."""
+    scheduler = getattr(client.cluster, "scheduler", None)
+    server = getattr(scheduler, "services", {}).get("dashboard")
+    if server is None:
+        return str(client.dashboard_link or "")
+    host = str(server.address)
+    return str(format_dashboard_link(f"[{host}]" if ":" in host else host, server.port))
+
+
+def execute(plan: Plan, progress: RunProgress, verify: bool = False) -> RunSummary:
+    """Run every pending shard of the plan and write the manifest.
+
+    Committed shards are checked first, by size (and sha256 with `verify`): one that fails
+    loses its marker and is redone. Shards that another live run of the same pipeline holds
+    are left to it; this run waits for them and takes over those whose holder stops."""
+    storage = output_storage(plan.config.output)
+    claim_output(storage, plan.run_id, plan.config.model_dump(mode="json"))
+    with ShardLeases(storage, plan.run_id) as leases:
+        return _execute(plan, progress, storage, leases, verify)
+
+
+def _execute(
+    plan: Plan, progress: RunProgress, storage: Storage, leases: ShardLeases, verify: bool
+) -> RunSummary:
     started = time.perf_counter()
     config = plan.config
-    storage = output_storage(config.output)
-    claim_output(storage, plan.run_id, config.model_dump(mode="json"))
+    swept = leases.sweep()
+    if swept:
+        log.info("removed %d leftovers of killed runs: %s", len(swept), ", ".join(swept[:5]))
+    summary = RunSummary(manifest={}, redone_shards=_check_committed(storage, verify))
     done = completed_shards(storage)
     pending = [i for i in plan.shard_ids if i not in done]
-    summary = RunSummary(manifest={}, skipped_shards=sorted(done & set(plan.shard_ids)))
+    summary.skipped_shards = sorted(done & set(plan.shard_ids))
+    mine = leases.take(pending)
+    elsewhere = [i for i in pending if i not in mine]
+    if elsewhere:
+        log.warning(
+            "%d shards are being run by another run of this pipeline (%s): this run waits for "
+            "them and takes over any whose run stops",
+            len(elsewhere),
+            ", ".join(str(h) for h in leases.others()) or "ending",
+        )
+        if not mine:  # nothing to do here until that run commits them or stops
+            mine = leases.wait(elsewhere)
     engine: dict[str, Any] = {}
     timeline: Timeline | None = None
     summary.resumed = resumed = _resumed(storage, plan, summary.skipped_shards)
-    if pending:
+    futures: dict[Any, int] = {}
+    if mine:
         with engine_endpoint(config) as (config, engine), connect(config.cluster) as client:
-            summary.dashboard = client.dashboard_link
+            summary.dashboard = dashboard_link(client)
             workers = _worker_count(client, config.cluster)
-            client.register_plugin(BrowserPlugin(config, workers=workers))
+            local = not config.cluster.address
+            client.register_plugin(BrowserPlugin(config, workers=workers, local=local))
             timeline = Timeline(client).start()
             try:
                 client.subscribe_topic(PROGRESS_TOPIC, lambda event: progress.episode(event[1]))
                 progress.started(summary.dashboard, plan.episodes, resumed)
-                futures = {
-                    client.submit(
-                        run_shard_task,
-                        index,
-                        plan.shards[index],
-                        config,
-                        plan.run_id,
-                        key=f"shard-{index:05d}-{plan.run_id}",
-                        retries=config.cluster.retries,
-                        pure=False,
-                    ): index
-                    for index in pending
-                }
-                for future in as_completed(futures):
+
+                def submit(indices: list[int]) -> list[Any]:
+                    for index in indices:
+                        future = client.submit(
+                            run_shard_task,
+                            index,
+                            plan.shards[index],
+                            config,
+                            plan.run_id,
+                            key=f"shard-{index:05d}-{plan.run_id}",
+                            retries=config.cluster.retries,
+                            pure=False,
+                        )
+                        futures[future] = index
+                    return [f for f, i in futures.items() if i in indices]
+
+                queue = as_completed(submit(mine))
+                for future in queue:
                     index = futures[future]
+                    leases.release(index)  # committed, or failed for good (another run may try)
                     try:
                         result = future.result()
                     except Exception as exc:  # a shard that failed for good: the run goes on
                         log.error("shard %d failed: %s", index, exc, extra={"shard": index})
                         summary.failed_shards[index] = f"{type(exc).__name__}: {exc}"
-                        continue
-                    summary.results.append(result)
-                    progress.shard(result)
+                    else:
+                        if isinstance(result, OutputFull):  # every shard would fail the same
+                            client.cancel(list(futures))
+                            raise OSError(errno.ENOSPC, result.detail)
+                        summary.results.append(result)
+                        progress.shard(result)
+                    rest = [i for i in elsewhere if i not in futures.values()]
+                    if queue.is_empty() and rest:  # idle: wait for the other run's shards
+                        queue.update(submit(leases.wait(rest)))
                 client.unsubscribe_topic(PROGRESS_TOPIC)
             finally:
                 timeline.stop()  # also when the run fails: no thread left polling
     else:
         progress.started("", plan.episodes, resumed)
-    summary.manifest = finalize(storage, plan.shard_ids, {"engine": engine} if engine else {})
+    summary.leased_elsewhere = elsewhere
+    summary.other_run_shards = sorted(set(elsewhere) - set(futures.values()))
+    extra = {"engine": engine} if engine else {}
+    summary.manifest = finalize(storage, plan.shard_ids, extra, busy=leases.busy())
     summary.seconds = time.perf_counter() - started
     if timeline is not None:
         summary.report = _report(storage, timeline, summary, config.output)
     return summary
+
+
+def _check_committed(storage: Storage, full: bool) -> dict[int, str]:
+    """Committed shards whose parts are not what their markers record (missing, other size;
+    other sha256 when `full`) lose their marker, so this run redoes them. Shard → why."""
+    redone = distrust(storage, verify_output(storage, full=full))
+    for shard, reason in redone.items():
+        log.warning("shard %d is redone: %s", shard, reason, extra={"shard": shard})
+    return redone
 
 
 def _resumed(storage: Storage, plan: Plan, skipped: list[int]) -> Resumed:

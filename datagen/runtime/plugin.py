@@ -171,6 +171,9 @@ class _NotShardFailures(logging.Filter):
 def _quiet_in_the_drivers_terminal() -> None:
     """A LocalCluster's workers write to the driver's terminal and share its Ctrl-C."""
     logging.getLogger("distributed.worker").addFilter(_NotShardFailures())
+    # Closing the browser under running episodes (the run stopped) makes asyncio warn about
+    # the Playwright driver's closed pipe once per write in flight: noise, not news.
+    logging.getLogger("asyncio").setLevel(logging.ERROR)
     if threading.current_thread() is threading.main_thread():
         # Ctrl-C is the driver's to handle (it closes the cluster in order). Workers it
         # spawned ignore it already; this covers one its nanny respawned after a crash.

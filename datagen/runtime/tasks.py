@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import math
+from dataclasses import dataclass
 from typing import Any, cast
 
 from distributed import get_worker
@@ -16,9 +18,19 @@ from datagen.sink.storage import output_storage
 PROGRESS_TOPIC = "datagen-progress"
 
 
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+@dataclass(frozen=True)
+class OutputFull:
+    """What a shard returns when its output's device is full (no retry can help)."""
+
+    detail: str
+
+
 def run_shard_task(
     shard: int, tasks: list[TaskSpec], config: PipelineConfig, run_id: str
-) -> ShardResult:
+) -> ShardResult | OutputFull:
     """Runs in a worker thread; hands the shard to the browser loop and waits."""
     worker = get_worker()
     plugin = cast(BrowserPlugin, worker.plugins[PLUGIN_NAME])
@@ -50,6 +62,13 @@ def run_shard_task(
         return plugin.run(
             run_shard(shard, tasks, ctx), timeout=waves * config.run.episode_timeout_s + 300
         )
+    except OSError as exc:
+        if exc.errno not in DISK_FULL:
+            exc.__cause__ = exc.__context__ = None
+            raise
+        # Returned, not raised: Dask would retry the shard (its whole browser work) into the
+        # same full disk; the driver stops the run at the first one.
+        return OutputFull(f"{exc.strerror or exc} writing shard {shard}")
     except Exception as exc:
         # Dask pickles a failed task's exception with its whole chain (tblib); Playwright's
         # errors in that chain do not pickle (a RecursionError and a logged traceback per

@@ -15,7 +15,7 @@ from datagen import SCHEMA_VERSION, __version__
 from datagen.records import RejectReason
 from datagen.sink.schema import TABLES, arrow_schema
 from datagen.sink.storage import Storage
-from datagen.sink.writer import MANIFEST, RUN_FILE, read_markers
+from datagen.sink.writer import MANIFEST, RUN_FILE, part_key, read_markers
 
 PACKAGES = ("playwright", "pyarrow", "dask", "distributed", "pydantic")
 
@@ -31,12 +31,18 @@ def package_versions() -> dict[str, str]:
 
 
 def finalize(
-    storage: Storage, expected_shards: list[int], extra: dict[str, Any] | None = None
+    storage: Storage,
+    expected_shards: list[int],
+    extra: dict[str, Any] | None = None,
+    busy: set[int] | None = None,
 ) -> dict[str, Any]:
-    """Write the manifest and dataset card from the markers; `complete` says if all shards are in."""
+    """Write the manifest and dataset card from the markers; `complete` says if all shards are in.
+
+    `busy`: shards another live run is writing now (`ShardLeases.busy()`, taken before this is
+    called): their parts are kept. A marker that cannot be read is skipped (with a warning)."""
     run = json.loads(storage.get(RUN_FILE))
     markers = read_markers(storage)
-    _remove_uncommitted_parts(storage, markers)
+    _remove_uncommitted_parts(storage, markers, busy or set())
     tables: dict[str, dict[str, Any]] = {t: {"rows": 0, "files": []} for t in TABLES}
     reasons: Counter[str] = Counter()
     for marker in markers:
@@ -90,14 +96,18 @@ def steps_dropped(reasons: Counter[str], steps: int) -> dict[str, Any]:
     }
 
 
-def _remove_uncommitted_parts(storage: Storage, markers: list[dict[str, Any]]) -> None:
-    """Parts no marker vouches for are leftovers of a killed or failed attempt. Nothing is
-    writing when a run finalizes, so they can go: then every part in the folder is committed,
+def _remove_uncommitted_parts(
+    storage: Storage, markers: list[dict[str, Any]], busy: set[int]
+) -> None:
+    """Parts no marker vouches for are leftovers of a killed or failed attempt. This run is
+    not writing when it finalizes, and shards another live run is writing are `busy`, so the
+    rest can go: then every part in the folder is committed (once the other run is done too),
     and globbing `<table>/*.parquet` is safe. A rerun writes them again."""
-    committed = {f["key"] for m in markers for f in m["files"]}
+    kept = {f["key"] for m in markers for f in m["files"]}
+    kept |= {part_key(table, shard) for table in TABLES for shard in busy}
     for table in TABLES:
         for key in storage.list(table):
-            if key.endswith(".parquet") and key not in committed:
+            if key.endswith(".parquet") and key not in kept:
                 storage.delete(key)
 
 

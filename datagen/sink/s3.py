@@ -5,11 +5,14 @@ never read, logged or written by datagen. The endpoint comes from `output.endpoi
 boto3's own `AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL`. A PUT is atomic: an object appears
 whole or not at all; above the threshold the upload is multipart, which S3 also makes visible
 only once complete. Throttling (503 SlowDown) and 5xx are retried by botocore's standard mode.
+`put_new` is a conditional PUT (`If-None-Match: *`, S3 since 2024-08; MinIO; moto): S3 itself
+decides which of two writers creates the key.
 """
 
 from __future__ import annotations
 
 import io
+import time
 from typing import Any
 
 import boto3
@@ -17,7 +20,12 @@ from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from datagen.sink.storage import ObjectStat
+
 RETRIES = {"max_attempts": 10, "mode": "standard"}  # standard mode retries throttling and 5xx
+# 409 ConditionalRequestConflict: another conditional write of the key is in flight; S3 says to
+# retry, and the retry gets 412 once that write has landed.
+CONFLICT_RETRIES = 5
 
 
 def split_uri(uri: str) -> tuple[str, str]:
@@ -68,12 +76,46 @@ class S3Storage:
     def delete(self, key: str) -> None:
         self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
 
-    def list(self, prefix: str) -> list[str]:
-        keys = []
+    def stat(self, prefix: str) -> dict[str, ObjectStat]:
+        out = {}
         paginator = self.client.get_paginator("list_objects_v2")
         for page in paginator.paginate(Bucket=self.bucket, Prefix=self._key(prefix)):
             for item in page.get("Contents", []):
                 key = item["Key"][len(self.prefix) :]
                 if not key.rsplit("/", 1)[-1].startswith("."):
-                    keys.append(key)
-        return sorted(keys)
+                    out[key] = ObjectStat(int(item["Size"]), item["LastModified"].timestamp())
+        return out
+
+    def put_new(self, key: str, data: bytes) -> bool:
+        for attempt in range(CONFLICT_RETRIES):
+            try:
+                self.client.put_object(
+                    Bucket=self.bucket, Key=self._key(key), Body=data, IfNoneMatch="*"
+                )
+                return True
+            except ClientError as exc:
+                code = exc.response.get("Error", {}).get("Code")
+                if code in ("PreconditionFailed", "412"):
+                    return False
+                if code != "ConditionalRequestConflict" or attempt == CONFLICT_RETRIES - 1:
+                    raise
+                time.sleep(0.2 * (attempt + 1))
+        return False  # unreachable: the last attempt returns or raises
+
+    def remove_temp(self, older_than_s: float) -> list[str]:
+        """Abort multipart uploads under the prefix started more than `older_than_s` ago: S3's
+        leftovers of a killed write (invisible, but stored and billed until aborted)."""
+        cutoff = time.time() - older_than_s
+        aborted = []
+        paginator = self.client.get_paginator("list_multipart_uploads")
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix):
+            for upload in page.get("Uploads", []):
+                if upload["Initiated"].timestamp() <= cutoff:
+                    self.client.abort_multipart_upload(
+                        Bucket=self.bucket, Key=upload["Key"], UploadId=upload["UploadId"]
+                    )
+                    aborted.append(upload["Key"][len(self.prefix) :])
+        return sorted(aborted)
+
+    def list(self, prefix: str) -> list[str]:
+        return sorted(self.stat(prefix))

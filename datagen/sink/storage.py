@@ -1,13 +1,22 @@
 """Where output bytes go. One small interface, so the same writer serves every backend.
 
-Storage.put(key, bytes)  whole objects only: a reader sees all of an object or nothing
+Storage.put(key, bytes)      whole objects only: a reader sees all of an object or nothing
+Storage.put_new(key, bytes)  the same, only if the key does not exist yet (atomic: of two
+                             writers, exactly one gets True) — claims and leases
+Storage.stat(prefix)         sizes and modification times from one listing, no downloads
+Storage.remove_temp(age)     leftovers of writes that were killed (local temp files, S3
+                             multipart uploads never completed)
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
+import time
+from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISREG
 from typing import Protocol
 
 from datagen.config import OutputConfig
@@ -21,8 +30,23 @@ class Storage(Protocol):
     def put(self, key: str, data: bytes) -> None: ...
     def get(self, key: str) -> bytes: ...
     def exists(self, key: str) -> bool: ...
-    def list(self, prefix: str) -> list[str]: ...
     def delete(self, key: str) -> None: ...
+    def put_new(self, key: str, data: bytes) -> bool: ...
+    def stat(self, prefix: str) -> dict[str, ObjectStat]: ...
+    def remove_temp(self, older_than_s: float) -> list[str]: ...
+    def list(self, prefix: str) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class ObjectStat:
+    """What a listing says about an object."""
+
+    size: int
+    modified: float  # epoch seconds, by the store's clock (a local file's mtime, S3 LastModified)
+
+
+# LocalStorage.put's temp files: "." + the final name + "." + mkstemp's 8 random characters.
+TEMP_NAME = re.compile(r"^\.[^/]+\.(parquet|json|md|html)\.[a-z0-9_]{8}$")
 
 
 class LocalStorage:
@@ -57,15 +81,68 @@ class LocalStorage:
     def delete(self, key: str) -> None:
         self._path(key).unlink(missing_ok=True)
 
-    def list(self, prefix: str) -> list[str]:
+    def stat(self, prefix: str) -> dict[str, ObjectStat]:
         base = self._path(prefix)
         if not base.is_dir():
+            return {}
+        out = {}
+        for path in base.rglob("*"):
+            if path.name.startswith("."):
+                continue
+            try:
+                info = path.stat()
+            except FileNotFoundError:  # removed since the directory was read
+                continue
+            if S_ISREG(info.st_mode):
+                out[str(path.relative_to(self.root))] = ObjectStat(info.st_size, info.st_mtime)
+        return out
+
+    def put_new(self, key: str, data: bytes) -> bool:
+        """Write the whole file to a temp name, then hard-link it to its name: `link` fails if
+        the name exists (atomic in the kernel), and a reader never sees a partial file."""
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                return False
+            except OSError:  # a file system without hard links: create-exclusive, then write
+                return _put_exclusive(path, data)
+            return True
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+
+    def remove_temp(self, older_than_s: float) -> list[str]:
+        """Remove `put`'s temp files older than `older_than_s` (left by a killed write)."""
+        if not self.root.is_dir():
             return []
-        return sorted(
-            str(p.relative_to(self.root))
-            for p in base.rglob("*")
-            if p.is_file() and not p.name.startswith(".")
-        )
+        removed = []
+        cutoff = time.time() - older_than_s
+        for path in self.root.rglob(".*"):
+            try:
+                if TEMP_NAME.match(path.name) and path.stat().st_mtime <= cutoff:
+                    path.unlink()
+                    removed.append(str(path.relative_to(self.root)))
+            except FileNotFoundError:  # its writer finished (or removed it) meanwhile
+                continue
+        return sorted(removed)
+
+    def list(self, prefix: str) -> list[str]:
+        return sorted(self.stat(prefix))
+
+
+def _put_exclusive(path: Path, data: bytes) -> bool:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    return True
 
 
 def open_storage(

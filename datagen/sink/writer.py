@@ -5,7 +5,11 @@
 
 Exactly-once by construction: part names are deterministic (a retried shard overwrites, never
 duplicates), each object is written whole (Storage.put), and a shard counts as done only once
-its marker exists; markers are written after every part of the shard.
+its marker exists; markers are written after every part of the shard. A marker records each
+part's size and sha256, which `sink.verify` checks.
+
+The output is claimed by one run (`_run.json`, created exclusively): a different run is refused,
+a run of the same pipeline resumes it.
 """
 
 from __future__ import annotations
@@ -13,7 +17,9 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -75,45 +81,105 @@ def write_shard(
     return marker
 
 
+SHA256 = re.compile(r"^[0-9a-f]{64}$")
+FILE_FIELDS: dict[str, type] = {"table": str, "key": str, "rows": int, "bytes": int, "sha256": str}
+
+
+def parse_marker(raw: bytes, shard: int) -> dict[str, Any]:
+    """A marker's JSON, checked for the shape `write_shard` gives it: one file per table at its
+    own shard's part key, with rows, bytes and a sha256. Raises ValueError saying what is off."""
+    try:
+        marker = json.loads(raw)
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise ValueError(f"not JSON ({exc})") from None
+    if not isinstance(marker, dict) or marker.get("shard") != shard:
+        raise ValueError(f"not the marker of shard {shard}")
+    files, stats = marker.get("files"), marker.get("stats")
+    if not isinstance(files, list) or not isinstance(stats, dict):
+        raise ValueError("no `files` list or no `stats`")
+    for f in files:
+        if not isinstance(f, dict) or any(
+            not isinstance(f.get(name), kind) for name, kind in FILE_FIELDS.items()
+        ):
+            raise ValueError(f"a file entry lacks {', '.join(FILE_FIELDS)}: {f!r:.200}")
+        if f["table"] not in TABLES or f["key"] != part_key(f["table"], shard):
+            raise ValueError(f"a file entry names {f['key']!r} for table {f['table']!r}")
+        if f["rows"] < 0 or f["bytes"] < 0 or not SHA256.match(f["sha256"]):
+            raise ValueError(f"bad rows, bytes or sha256 for {f['key']}")
+    if sorted(f["table"] for f in files) != sorted(TABLES):
+        raise ValueError(f"files for {sorted(f['table'] for f in files)}, not one per table")
+    return marker
+
+
 def completed_shards(storage: Storage) -> set[int]:
     """Shards whose marker exists: their parts are whole and final."""
-    done = set()
-    for key in storage.list(MARKERS):
-        name = key.rsplit("/", 1)[-1]
-        if name.startswith("shard-") and name.endswith(".json"):
-            done.add(int(name[len("shard-") : -len(".json")]))
-    return done
+    return set(marker_keys(storage))
+
+
+MARKER_NAME = re.compile(rf"^{MARKERS}/shard-(\d+)\.json$")
+
+
+def marker_keys(storage: Storage) -> dict[int, str]:
+    """Shard → its marker's key, from one listing of `_markers/`."""
+    found = (MARKER_NAME.match(key) for key in storage.list(MARKERS))
+    return {int(m.group(1)): m.group(0) for m in found if m}
 
 
 def claim_output(storage: Storage, run_id: str, pipeline: dict[str, Any]) -> bool:
     """Record the run in the output; True if the same run was started there before (resume).
 
-    A different run's output is never mixed with this one's.
+    A different run's output is never mixed with this one's. The claim is atomic
+    (`Storage.put_new`): of runs claiming an empty output at the same moment exactly one gets
+    it; the others read its `_run.json` and resume (the same run) or are refused.
     """
-    if storage.exists(RUN_FILE):
-        existing = json.loads(storage.get(RUN_FILE))
-        if existing.get("run_id") != run_id:
+    existing = _run_info(storage)
+    if existing is None:
+        foreign = [key for key in storage.list("") if not key.startswith(".")][:3]
+        if foreign and not storage.exists(RUN_FILE):
             raise OutputError(
-                f"{storage.uri} holds run {existing.get('run_id')} (another pipeline or task list); "
-                "fix: choose another output with --output, or delete that folder"
+                f"{storage.uri} is not empty and holds no datagen run ({', '.join(foreign)}, ...); "
+                "fix: choose an empty or new folder with --output"
             )
-        return True
-    foreign = [key for key in storage.list("") if not key.startswith(".")][:3]
-    if foreign:
+        info = {
+            "run_id": run_id,
+            "schema_version": SCHEMA_VERSION,
+            "datagen_version": __version__,
+            "pipeline": pipeline,
+            "started_at": time.time(),
+        }
+        if not foreign and storage.put_new(RUN_FILE, json.dumps(info, indent=1).encode()):
+            return False
+        existing = _run_info(storage) or {}  # another run claimed it first, a moment ago
+    if existing.get("run_id") != run_id:
         raise OutputError(
-            f"{storage.uri} is not empty and holds no datagen run ({', '.join(foreign)}, ...); "
-            "fix: choose an empty or new folder with --output"
+            f"{storage.uri} holds run {existing.get('run_id')} (another pipeline or task list); "
+            "fix: choose another output with --output, or delete that folder"
         )
-    info = {
-        "run_id": run_id,
-        "schema_version": SCHEMA_VERSION,
-        "datagen_version": __version__,
-        "pipeline": pipeline,
-        "started_at": time.time(),
-    }
-    storage.put(RUN_FILE, json.dumps(info, indent=1).encode())
-    return False
+    return True
+
+
+def _run_info(storage: Storage) -> dict[str, Any] | None:
+    return json.loads(storage.get(RUN_FILE)) if storage.exists(RUN_FILE) else None
 
 
 def read_markers(storage: Storage) -> list[dict[str, Any]]:
-    return [json.loads(storage.get(marker_key(s))) for s in sorted(completed_shards(storage))]
+    """Every readable marker, in shard order. A marker that is not JSON of the right shape is
+    skipped with a warning naming it: its shard counts as not committed (`datagen verify`
+    reports it, a rerun redoes the shard)."""
+    markers = []
+    for shard in sorted(completed_shards(storage)):
+        key = marker_key(shard)
+        try:
+            markers.append(parse_marker(storage.get(key), shard))
+        except ValueError as exc:
+            warnings.warn(
+                f"shard {shard} skipped: its marker {key} in {storage.uri} is unreadable "
+                f"({exc}); `datagen verify` checks the output, a rerun redoes the shard",
+                UnreadableMarker,
+                stacklevel=2,
+            )
+    return markers
+
+
+class UnreadableMarker(UserWarning):
+    """A completion marker that is not JSON of the shape the sink writes (truncated, edited)."""

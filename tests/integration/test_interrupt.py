@@ -202,6 +202,7 @@ def interrupt_round(
         "seconds_to_stop": round(time.monotonic() - began, 1),  # a figure, not asserted
         "committed": markers(out) - before,
         "said_so": b"interrupted: committed shards are kept" in log.read_bytes(),
+        "tracebacks": log.read_bytes().count(b"Traceback"),  # one clean line, nothing else
     }
 
 
@@ -220,6 +221,7 @@ def test_interrupted_runs_resume_to_every_task_once(tmp_path: Path, slow_pages: 
     assert sum(bool(r["interrupted"]) for r in rounds) >= 4, rounds  # most rounds were cut short
     for r in rounds:  # the CLI says what an interrupt leaves, and exits 130
         assert not r["interrupted"] or (r["said_so"] and r["exit"] == 130), r
+        assert r["tracebacks"] == 0, (r, (tmp_path / f"round-{rounds.index(r)}.log").read_text())
     manifest = json.loads((out / "_manifest.json").read_text())
     assert manifest["complete"]
     episodes, rejects = rows(out, "episodes"), rows(out, "rejects")

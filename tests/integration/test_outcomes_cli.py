@@ -47,3 +47,40 @@ def test_a_run_where_every_task_is_rejected_exits_non_zero_with_its_reasons(
     assert again.returncode == 1, out
     assert "resuming: 1 shard already committed (0 episodes, 3 ended as rejects), skipped" in out
     assert "already committed and skipped: 1 shard (0 episodes, 3 ended as rejects)" in out
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A 256 KiB tmpfs: room for the run's claim, not for a shard's parts."""
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], capture_output=True
+    )
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_full_disk_ends_with_one_line(tiny_disk: Path, tmp_path: Path) -> None:
+    spec = {
+        "sources": [{"type": "sites", "sites": ["shop"]}],
+        "cluster": {"workers": 1, "sessions_per_worker": 4, "dashboard": "127.0.0.1:0"},
+        "run": {"max_steps": 3, "tasks_per_shard": 2},
+        "output": {"uri": str(tiny_disk / "out")},
+    }
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(spec))
+    command = [sys.executable, "-m", "datagen", "run", str(tmp_path / "p.yaml")]
+    env = {**os.environ, "COLUMNS": "200"}
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+    err = " ".join(result.stderr.split())
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    assert "error: no space left on the device of" in err and "committed shards are kept" in err
+    assert err.count("error:") == 1 and "Compute Failed" not in err
+    assert err.startswith("error: no space left"), f"more than the one error on stderr: {err}"
+    leftovers = [p.name for p in (tiny_disk / "out").rglob(".*") if p.is_file()]
+    assert not leftovers, f"temp files left on the full disk: {leftovers}"

@@ -46,7 +46,7 @@ def pipeline_file(folder: Path) -> Path:
             "device_scale_factor": 1.5,
             "allow": ["127.0.0.1"],
         },
-        "cluster": {"workers": 2, "sessions_per_worker": 3, "dashboard": ":0"},
+        "cluster": {"workers": 2, "sessions_per_worker": 3, "dashboard": "127.0.0.1:0"},
         "run": {"max_steps": 5, "tasks_per_shard": 3, "limit": 12, "seed": 7},
         "output": {"uri": "unused"},
     }

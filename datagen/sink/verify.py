@@ -1,0 +1,206 @@
+"""Integrity of an output: is what the markers commit what is stored?
+
+    _markers/*.json + one listing per table ─► verify_output(full) ─► Report
+    Report ─► distrust()  ─► the failing shards' markers removed: readers stop trusting them,
+                             and the run that called it redoes those shards
+
+A marker records each part's key, rows, bytes and sha256 (`writer.write_shard`). Checked here:
+the marker is JSON of that shape; each part exists (`missing`); its size is the recorded one
+(`truncated`, `size mismatch`); and with `full`, its sha256 too (`swapped`: it holds another
+committed part's bytes; `altered`: any other change). Sizes come from listings (no downloads),
+so the check every rerun makes is cheap; `full` reads every part.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from datagen.errors import OutputError
+from datagen.sink.schema import TABLES
+from datagen.sink.storage import LocalStorage, ObjectStat, Storage
+from datagen.sink.writer import RUN_FILE, marker_keys, parse_marker, part_key
+
+READERS = 8  # parallel GETs: S3 latency, not bandwidth, bounds a serial read of many objects
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a committed shard."""
+
+    shard: int
+    kind: str  # unreadable marker | missing | unreadable | truncated | size mismatch | swapped | altered
+    key: str  # the marker's or the part's
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.kind}: {self.detail}"
+
+
+@dataclass
+class Report:
+    """What `verify_output` found."""
+
+    full: bool  # sha256 checked, not only sizes
+    shards: int = 0  # markers found
+    parts: int = 0  # parts the readable markers commit
+    hashed_bytes: int = 0
+    seconds: float = 0.0
+    problems: list[Problem] = field(default_factory=list)
+    markers: dict[int, str] = field(default_factory=dict)  # shard → its marker's key
+    uncommitted: list[str] = field(default_factory=list)  # parts no readable marker commits
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def by_shard(self) -> dict[int, list[Problem]]:
+        out: dict[int, list[Problem]] = {}
+        for problem in self.problems:
+            out.setdefault(problem.shard, []).append(problem)
+        return dict(sorted(out.items()))
+
+    def lines(self) -> Iterator[str]:
+        """What `datagen verify` prints: one line per problem, notes, then the verdict."""
+        for shard, problems in self.by_shard().items():
+            for problem in problems:
+                yield f"shard {shard}: {problem}"
+        if self.uncommitted:
+            shown = ", ".join(self.uncommitted[:5]) + (", …" if len(self.uncommitted) > 5 else "")
+            yield (
+                f"note: {len(self.uncommitted)} part{'s' * (len(self.uncommitted) != 1)} not "
+                f"committed by any marker ({shown}): a shard not finished or not trusted; no "
+                "reader sees them, a rerun rewrites them"
+            )
+        checked = "sha256" if self.full else "sizes only"
+        if self.ok:
+            yield f"ok: {self.shards} shards, {self.parts} parts verified ({checked}, {self.seconds:.2f} s)"
+        else:
+            bad = len(self.by_shard())
+            yield (
+                f"FAILED: {len(self.problems)} problem{'s' * (len(self.problems) != 1)} in {bad} "
+                f"of {self.shards} shards ({checked}); a rerun of the pipeline"
+                f"{'' if self.full else ' (with --verify for sha256)'} redoes them"
+            )
+
+
+def verify_output(storage: Storage, full: bool = True) -> Report:
+    """Check every marker and every part it commits (see the module docstring)."""
+    started = time.perf_counter()
+    report = Report(full=full)
+    keys = marker_keys(storage)
+    if not keys and not storage.exists(RUN_FILE):
+        raise OutputError(f"{storage.uri} holds no datagen output (no {RUN_FILE}, no markers)")
+    report.shards, report.markers = len(keys), keys
+    markers: dict[int, dict[str, Any]] = {}
+    with ThreadPoolExecutor(READERS) as pool:
+        for (shard, key), outcome in zip(
+            keys.items(), pool.map(lambda k: _read_marker(storage, *k), keys.items()), strict=True
+        ):
+            if isinstance(outcome, str):
+                report.problems.append(Problem(shard, "unreadable marker", key, outcome))
+            else:
+                markers[shard] = outcome
+        # Listed after the markers were read: a marker written meanwhile has its parts in place
+        # already (markers come last), so no part of a marker read above is missed.
+        listing: dict[str, ObjectStat] = {}
+        for table in TABLES:
+            listing.update(storage.stat(table))
+        files = [(shard, f) for shard, m in markers.items() for f in m["files"]]
+        report.parts = len(files)
+        digests: dict[str, str] = {}
+        if full:
+            present = [f["key"] for _, f in files if f["key"] in listing]
+            digests = dict(
+                zip(present, pool.map(lambda k: _sha256(storage, k), present), strict=True)
+            )
+            report.hashed_bytes = sum(listing[k].size for k in present)
+    recorded = {f["sha256"]: (shard, f["table"]) for shard, f in files}
+    for shard, f in files:
+        problem = _check(shard, f, listing.get(f["key"]), digests.get(f["key"]), recorded)
+        if problem is not None:
+            report.problems.append(problem)
+    # parts of a shard whose marker is unreadable are reported with it, not again here
+    vouched = {part_key(t, shard) for shard in keys for t in TABLES}
+    vouched |= {f["key"] for _, f in files}
+    report.uncommitted = sorted(k for k in listing if k.endswith(".parquet") and k not in vouched)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _read_marker(storage: Storage, shard: int, key: str) -> dict[str, Any] | str:
+    """The marker, or why it cannot be trusted."""
+    try:
+        return parse_marker(storage.get(key), shard)
+    except Exception as exc:  # a parse error, or the object went away / cannot be read
+        return str(exc) or type(exc).__name__
+
+
+def _sha256(storage: Storage, key: str) -> str:
+    """The part's sha256, read in chunks where the store allows (parts can be large, and
+    READERS of them are read at once)."""
+    digest = hashlib.sha256()
+    try:
+        for chunk in _chunks(storage, key):
+            digest.update(chunk)
+    except Exception as exc:  # removed since the listing, or unreadable
+        return f"unreadable: {type(exc).__name__}: {exc}"
+    return digest.hexdigest()
+
+
+def _chunks(storage: Storage, key: str, size: int = 1 << 20) -> Iterator[bytes]:
+    from datagen.sink.s3 import S3Storage
+
+    if isinstance(storage, LocalStorage):
+        with (storage.root / key).open("rb") as fh:
+            yield from iter(lambda: fh.read(size), b"")
+    elif isinstance(storage, S3Storage):
+        body = storage.client.get_object(Bucket=storage.bucket, Key=storage.prefix + key)["Body"]
+        yield from body.iter_chunks(size)
+    else:
+        yield storage.get(key)
+
+
+def _check(
+    shard: int,
+    f: dict[str, Any],
+    stat: ObjectStat | None,
+    digest: str | None,
+    recorded: dict[str, tuple[int, str]],
+) -> Problem | None:
+    key, size = f["key"], f["bytes"]
+    if stat is None:
+        return Problem(shard, "missing", key, f"not in the output (the marker says {size} bytes)")
+    if digest is not None and digest.startswith("unreadable: "):
+        return Problem(shard, "unreadable", key, digest.removeprefix("unreadable: "))
+    if digest == f["sha256"]:
+        return None
+    owner = recorded.get(digest or "")
+    if owner is not None:
+        return Problem(shard, "swapped", key, f"holds shard {owner[0]}'s {owner[1]} part")
+    if stat.size < size:
+        return Problem(shard, "truncated", key, f"{stat.size} of {size} bytes")
+    if stat.size > size:
+        return Problem(shard, "size mismatch", key, f"{stat.size} bytes, the marker says {size}")
+    if digest is None:  # sizes only: nothing more to say
+        return None
+    return Problem(
+        shard,
+        "altered",
+        key,
+        f"sha256 {digest[:12]}…, the marker says {f['sha256'][:12]}… (same size)",
+    )
+
+
+def distrust(storage: Storage, report: Report) -> dict[int, str]:
+    """Remove the markers of the shards that failed: they count as not committed from now on
+    (readers skip them, `finalize` drops their parts, a run redoes them). Shard → why."""
+    reasons = {}
+    for shard, problems in report.by_shard().items():
+        storage.delete(report.markers[shard])
+        reasons[shard] = "; ".join(str(p) for p in problems)
+    return reasons
