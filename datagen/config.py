@@ -149,6 +149,14 @@ class BrowserConfig(Section):
         le=1_048_576,
         description="new episodes wait while the browser's own memory (USS) is above this",
     )
+    page_memory_mb: int = Field(
+        2048,
+        ge=256,
+        le=1_048_576,
+        description="an episode whose page holds more memory than this (its renderer "
+        "processes' private memory: JS heap, ArrayBuffers, DOM, canvases, WebAssembly) ends as "
+        "a page_memory reject, its renderer stopped; checked at every step and every 0.25 s",
+    )
     url_guard: bool = Field(
         True, description="block non-public addresses and non-web schemes (see browser.allow)"
     )

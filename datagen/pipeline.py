@@ -29,6 +29,7 @@ from datagen import SCHEMA_VERSION, __version__
 from datagen.annotate import grounding_rows
 from datagen.annotate.model import model_expressions
 from datagen.browser.actions import action_json, action_repr
+from datagen.browser.memory import PageMemoryExceeded
 from datagen.browser.session import (
     BrowserDied,
     BrowserHost,
@@ -236,6 +237,7 @@ LIBRARY_DIRS = tuple(
     {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
 )
 EPISODE_FAILURES = (
+    PageMemoryExceeded,
     NavigationFailed,
     CheckFailed,
     PolicyFailure,
@@ -259,6 +261,11 @@ async def _failure(
         # failed did so for that, not for the task. The shard fails and is retried. (No
         # `from exc`: Dask cannot pickle Playwright's chained errors, it logs a RecursionError.)
         raise BrowserDied(f"browser closed during task {task.id}: {_first_line(exc)}") from None
+    exceeded = opened[0].memory.exceeded if opened and opened[0].memory else None
+    if isinstance(exc, PageMemoryExceeded) or exceeded is not None:
+        # first: whatever failed after the watchdog stopped the page (a load, a check, a
+        # crashed page) failed for that
+        return "episode", RejectReason.PAGE_MEMORY, str(exceeded or exc)
     if isinstance(exc, NavigationFailed):
         return "task", exc.reason, str(exc)
     if isinstance(exc, CheckFailed):
@@ -289,6 +296,8 @@ async def _hung(session: Session, exc: BaseException) -> bool:
     yields)? Chromium then sometimes answers a screenshot with an error instead of waiting."""
     if target_closed(exc) or session.events.crashed:
         return False
+    if session.memory is not None and session.memory.exceeded is not None:
+        return False  # stopped for its memory, not stuck
     return not await session.answers()
 
 

@@ -237,6 +237,7 @@ class RejectReason(StrEnum):
     UNREACHABLE = "unreachable"  # its host does not take connections (refused, unreachable)
     BAD_URL = "bad_url"  # the start URL does not parse (a port out of range, an unclosed `[`)
     RENDERER_CRASH = "renderer_crash"
+    PAGE_MEMORY = "page_memory"  # the page held more than browser.page_memory_mb
     TASK_ERROR = "task_error"
     CHECK_ERROR = "check_error"
     NO_STEPS = "no_steps"

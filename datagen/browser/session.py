@@ -40,6 +40,7 @@ from datagen.browser.egress import REASON_HEADER, EgressProxy
 from datagen.browser.guard import BadUrl, NameNotResolved, UrlGuard, split_url
 from datagen.browser.hostile import PageEvents, harden
 from datagen.browser.launch import find_executable, launch_options
+from datagen.browser.memory import PageMemory
 from datagen.config import BrowserConfig
 from datagen.records import (
     Action,
@@ -161,6 +162,7 @@ class BrowserHost:
         self.version = ""
         self.playwright_version = metadata.version("playwright")
         self._loads: asyncio.Semaphore | None = None
+        self._traces: asyncio.Lock | None = None  # pages' memory watchers trace one at a time
 
     async def start(self) -> None:
         self._playwright = await async_playwright().start()
@@ -290,6 +292,7 @@ class BrowserHost:
             raise BrowserDied("the browser is not running")
         cfg = self.config
         self.episodes += 1
+        watch: asyncio.Task[None] | None = None
         context = await self._browser.new_context(
             viewport={"width": cfg.viewport.width, "height": cfg.viewport.height},
             device_scale_factor=cfg.device_scale_factor,
@@ -306,8 +309,18 @@ class BrowserHost:
             cdp = await context.new_cdp_session(page)
             if self._loads is None:
                 self._loads = asyncio.Semaphore(CONCURRENT_LOADS)
-            yield Session(context, page, cdp, cfg, self._loads, events, self.guard, self.egress)
+            if self._traces is None:
+                self._traces = asyncio.Lock()
+            memory = PageMemory(
+                page, cdp, cfg.page_memory_mb, self._traces, self._browser_processes
+            )
+            watch = asyncio.create_task(memory.watch(), name="datagen-page-memory")
+            yield Session(
+                context, page, cdp, cfg, self._loads, events, self.guard, self.egress, memory
+            )
         finally:
+            if watch is not None:
+                watch.cancel()  # not awaited: it must not delay (or swallow) the close below
             try:
                 # A renderer stuck in a JS loop can make close slow: bounded, then move on.
                 await asyncio.wait_for(context.close(), CONTEXT_CLOSE_TIMEOUT_S)
@@ -330,6 +343,7 @@ class Session:
         events: PageEvents | None = None,
         guard: UrlGuard | None = None,
         egress: EgressProxy | None = None,
+        memory: PageMemory | None = None,
     ) -> None:
         self.context = context
         self.page = page
@@ -340,6 +354,7 @@ class Session:
         self.guard = guard
         self.egress = egress
         self._requests: dict[int, float] = {}  # open requests of this page: id -> when sent
+        self.memory = memory  # its memory ceiling (browser.page_memory_mb)
         self._opened = time.monotonic()
         page.on("request", self._request_started)
         page.on("requestfinished", self._request_ended)
@@ -536,8 +551,10 @@ class Session:
         boxes again. If anything moved meanwhile, take it all again once; elements that still
         moved, and those the scan saw animated (a running CSS animation of their geometry, or a
         script rewriting their style frame after frame), are marked `stable=False`: their boxes
-        may not match the image."""
+        may not match the image. A page above its memory ceiling raises PageMemoryExceeded."""
         start = time.perf_counter()
+        if self.memory is not None:  # a page above its memory ceiling is no observation
+            await self.memory.check()
         settle_ms, _ = await self.settle()
         retakes = 0
         while True:

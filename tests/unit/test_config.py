@@ -122,3 +122,11 @@ def test_engine_url_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyP
     # where the engine is does not change the run's identity
     monkeypatch.setenv("DG_TEST_URL", "http://127.0.0.1:1")
     assert load_pipeline(path).output_hash() == config.output_hash()
+
+
+def test_page_memory_ceiling_has_a_default_and_bounds(tmp_path: Path) -> None:
+    plain = "sources: [{type: sites}]\noutput: {uri: o}\n"
+    assert load_pipeline(write(tmp_path, plain)).browser.page_memory_mb == 2048
+    with pytest.raises(ConfigError) as info:
+        load_pipeline(write(tmp_path, plain + "browser: {page_memory_mb: 64}\n"))
+    assert "browser.page_memory_mb" in str(info.value) and "256" in str(info.value)

@@ -1,0 +1,198 @@
+"""The per-page memory ceiling (`browser.page_memory_mb`): what one episode's page may hold.
+
+    BrowserHost.session() ─► PageMemory.watch() every WATCH_S, and Session.observe() ─► check()
+                          ─► above the ceiling: the page's renderers killed, PageMemoryExceeded
+
+What is measured, and why: the private resident memory (resident minus shared pages, from
+/proc/PID/statm) of the renderer processes that hold the page's frames. Measured per kind of
+allocation (docs/reliability.md): V8's per-page figures (`Runtime.getHeapUsage`: its heap,
+ArrayBuffer backing stores, Blink's DOM heap) miss a canvas's pixels and WebAssembly memory
+altogether, and a CDP command waits while a script holds the page's main thread; the renderer's
+own memory counts every kind, a Web Worker's too, and can be read while the page is stuck.
+
+Chromium says which process holds a frame only in a trace (`TracingStartedInBrowser` lists the
+traced page's frames with their process ids). A trace takes ~30 ms and Chromium runs one at a
+time, so the frames' processes are looked up again only after a frame navigated (a cross-site
+navigation changes process), one trace at a time per browser; in between a check reads
+/proc/PID/statm, some microseconds. Should no process be found, the page's JavaScript heap
+(V8's heap, backing stores and DOM heap) is measured instead.
+
+Renderers are never shared between browser contexts and each episode has its own: killing the
+page's renderers ends that page alone, and gives its memory back at once, even while a script
+holds the page's main thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import psutil
+from playwright.async_api import CDPSession, Frame, Page
+
+log = logging.getLogger(__name__)
+# A page can allocate ~1.5 GB/s (measured): a check every 0.25 s lets it pass its ceiling by
+# ~0.4 GB at most. A check between traces reads one small /proc file per renderer.
+WATCH_S = 0.25
+# After a frame navigated (a cross-site one changes process), the page's frames' processes are
+# traced again: at once for the main frame, at most this often for subframes (~30 ms a trace).
+REMAP_S = 1.0
+TRACE_TIMEOUT_S = 5.0
+HEAP_TIMEOUT_S = 2.0  # the fallback's CDP command waits while a script holds the page
+TRACE_CATEGORIES = "-*,disabled-by-default-devtools.timeline"  # holds TracingStartedInBrowser
+MB = 2**20
+
+
+class PageMemoryExceeded(Exception):
+    """The page held more memory than `browser.page_memory_mb`; its renderer was stopped."""
+
+    def __init__(self, measured_mb: float, ceiling_mb: int, measure: str) -> None:
+        super().__init__(
+            f"the page held {measured_mb:.0f} MB ({measure}), above browser.page_memory_mb = "
+            f"{ceiling_mb}; its renderer was stopped"
+        )
+        self.measured_mb = measured_mb
+        self.ceiling_mb = ceiling_mb
+        self.measure = measure
+
+
+class PageMemory:
+    """One page's memory, checked by each step (`check`) and by a watchdog (`watch`)."""
+
+    def __init__(
+        self,
+        page: Page,
+        cdp: CDPSession,
+        ceiling_mb: int,
+        traces: asyncio.Lock,
+        ours: Callable[[], list[psutil.Process]],
+    ) -> None:
+        self.page = page
+        self.cdp = cdp
+        self.ceiling_mb = ceiling_mb
+        self._traces = traces  # the browser's: Chromium refuses a second trace at once
+        self._ours = ours  # the browser's processes: only those are ever read or killed
+        self._renderers: list[psutil.Process] = []
+        self._stale = True  # a frame navigated since the renderers were looked up
+        self._moved = True  # the main frame did: traced at once (subframes wait for REMAP_S)
+        self._traced = 0.0
+        self._crashed = False  # its renderer is gone: nothing left to measure
+        self.exceeded: PageMemoryExceeded | None = None
+        page.on("framenavigated", self._navigated)
+        page.on("crash", self._crash)
+
+    def _navigated(self, frame: Frame) -> None:
+        self._stale = True
+        self._moved = self._moved or frame.parent_frame is None
+
+    def _crash(self, _: Page) -> None:
+        self._crashed = True
+
+    async def check(self) -> None:
+        """Raise PageMemoryExceeded when the page is, or was, above its ceiling (its renderers
+        are killed the first time). A page that cannot be measured (closed, crashed) passes:
+        the step's own browser calls say what happened to it."""
+        if self.exceeded is None and not self._crashed:
+            try:
+                measured, measure = await self.measure()
+            except Exception:
+                log.debug("page memory not measured", exc_info=True)
+                return
+            if measured > self.ceiling_mb and self.exceeded is None:
+                self.exceeded = PageMemoryExceeded(measured, self.ceiling_mb, measure)
+                log.warning("%s on %s", self.exceeded, self.page.url)
+                await self._stop()
+        if self.exceeded is not None:
+            e = self.exceeded
+            raise PageMemoryExceeded(e.measured_mb, e.ceiling_mb, e.measure)
+
+    async def watch(self) -> None:
+        """Check every WATCH_S (between steps too: while the model decides, say) until the
+        page passes its ceiling or the session ends (the task is cancelled)."""
+        with contextlib.suppress(PageMemoryExceeded):
+            while True:
+                await asyncio.sleep(WATCH_S)
+                await self.check()
+
+    async def measure(self) -> tuple[float, str]:
+        """(MB, what was measured): its renderer processes' private memory, else its heap."""
+        renderers = [p for p in self._renderers if p.is_running()]
+        if self._stale and (self._moved or time.monotonic() - self._traced >= REMAP_S):
+            await self._find_renderers()
+            renderers = [p for p in self._renderers if p.is_running()]
+        if renderers:
+            return sum(_private_mb(p) for p in renderers), _plural(len(renderers))
+        usage = await asyncio.wait_for(self.cdp.send("Runtime.getHeapUsage"), HEAP_TIMEOUT_S)
+        used = sum(usage.get(k, 0) for k in ("usedSize", "embedderHeapUsedSize"))
+        return (used + usage.get("backingStorageSize", 0)) / MB, "its JavaScript heap"
+
+    async def _find_renderers(self) -> None:
+        """The processes of the page's frames, from a trace (see the module's docstring)."""
+        self._stale = self._moved = False  # a frame navigating meanwhile makes it stale again
+        try:
+            async with self._traces:
+                pids = await asyncio.wait_for(_frame_pids(self.cdp), TRACE_TIMEOUT_S)
+        except Exception:  # tracing refused or failed: keep what was known, try again later
+            log.debug("no trace of the page's frames", exc_info=True)
+            self._stale = True
+            return
+        finally:
+            self._traced = time.monotonic()
+        self._renderers = [p for p in self._ours() if p.pid in pids]
+
+    async def _stop(self) -> None:
+        """Kill the page's renderers (its memory is given back at once, whatever its main
+        thread is doing); with none known, ask Chromium to crash the page."""
+        renderers = [p for p in self._renderers if p.is_running()]
+        for process in renderers:
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+        if not renderers:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.cdp.send("Page.crash"), 2.0)
+
+
+async def _frame_pids(cdp: CDPSession) -> set[int]:
+    """The process ids of a page's frames: the one trace event that lists them."""
+    frames: list[dict[str, Any]] = []
+    done = asyncio.get_running_loop().create_future()
+
+    def collected(params: dict[str, Any]) -> None:
+        for event in params.get("value", []):
+            if event.get("name") == "TracingStartedInBrowser":
+                frames.extend(event.get("args", {}).get("data", {}).get("frames", []))
+
+    def complete(_: object) -> None:
+        if not done.done():
+            done.set_result(None)
+
+    cdp.on("Tracing.dataCollected", collected)
+    cdp.on("Tracing.tracingComplete", complete)
+    try:
+        await cdp.send(
+            "Tracing.start", {"categories": TRACE_CATEGORIES, "transferMode": "ReportEvents"}
+        )
+        await cdp.send("Tracing.end")
+        await done
+    finally:
+        cdp.remove_listener("Tracing.dataCollected", collected)
+        cdp.remove_listener("Tracing.tracingComplete", complete)
+    return {int(f["processId"]) for f in frames if f.get("processId")}
+
+
+def _private_mb(process: psutil.Process) -> float:
+    """Resident memory not shared with other processes or backed by files (statm: resident
+    minus shared; within a few MB of USS, at a thousandth of its cost)."""
+    try:
+        info = process.memory_info()
+    except psutil.Error:
+        return 0.0
+    return float(info.rss - getattr(info, "shared", 0)) / MB
+
+
+def _plural(count: int) -> str:
+    return "its renderer process" if count == 1 else f"its {count} renderer processes"

@@ -1,0 +1,157 @@
+"""A page that takes memory without end (hostile/memory.html: JS arrays, typed arrays, canvases,
+or a synchronous loop) ends as a `page_memory` reject once it holds more than
+`browser.page_memory_mb`; its renderer is stopped, the browser gives the memory back, and the
+shard's other tasks are recorded as usual."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.async_api import Error as PlaywrightError
+
+from datagen.browser.memory import PageMemoryExceeded
+from datagen.pipeline import ShardContext, _failure, run_shard
+from datagen.records import Click, RejectReason, TaskSpec, Wait
+from datagen.runtime.plugin import BrowserPlugin
+from datagen.sink.storage import LocalStorage
+from tests.conftest import make_config
+from tests.integration.test_pipeline import read
+
+pytestmark = pytest.mark.browser
+CEILING_MB = 384  # the page's own hard stop is 2048 MB: a ceiling that failed still ends
+KINDS = ("arrays", "typed", "canvas", "sync")
+MEASURED = re.compile(r"the page held (\d+) MB \(its (?:\d+ )?renderer process")
+
+
+@pytest.fixture(scope="module")
+def plugin(
+    chromium: str, pages, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[BrowserPlugin]:  # type: ignore[no-untyped-def]
+    config = make_config(
+        tmp_path_factory.mktemp("memory"),
+        browser={"allow": [pages.origin], "page_memory_mb": CEILING_MB},
+    )
+    plugin = BrowserPlugin(config)
+    plugin.setup(worker=None)
+    try:
+        yield plugin
+    finally:
+        plugin.teardown(worker=None)
+
+
+def hungry(pages, kind: str) -> TaskSpec:  # type: ignore[no-untyped-def]
+    return TaskSpec(
+        id=f"memory-{kind}",
+        start_url=f"{pages.base_url}hostile/memory.html?kind={kind}",
+        instruction="Wait.",
+        actions=(Wait(seconds=1), Wait(seconds=1), Wait(seconds=1)),
+    )
+
+
+async def _settled_memory(plugin: BrowserPlugin, below: float) -> float:
+    """The browser's memory once it is below `below`, or after 10 s (processes of a closed
+    context take a moment to exit)."""
+    host = plugin.host
+    assert host is not None
+    for _ in range(50):
+        memory = host.memory_mb(max_age_s=0)
+        if memory < below:
+            break
+        await asyncio.sleep(0.2)
+    return memory
+
+
+def test_pages_past_their_memory_ceiling_are_rejected_and_the_shard_goes_on(
+    plugin: BrowserPlugin, pages, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    host = plugin.host
+    assert host is not None
+
+    async def warm_up() -> float:  # the browser's memory with one ordinary episode behind it
+        async with host.session() as session:
+            await session.goto(f"{pages.base_url}hostile/dialogs.html")
+            await session.observe()
+        await asyncio.sleep(0.5)
+        return host.memory_mb(max_age_s=0)
+
+    baseline = plugin.run(warm_up(), timeout=60)
+    config = make_config(tmp_path, policy={"type": "scripted"}, run={"max_steps": 4})
+    others = [
+        TaskSpec(
+            id="dialogs",
+            start_url=f"{pages.base_url}hostile/dialogs.html",
+            instruction="x",
+            actions=(Click(x=120, y=40),),
+        ),
+        TaskSpec(id="huge", start_url=f"{pages.base_url}hostile/huge.html", instruction="x"),
+    ]
+    tasks = [hungry(pages, kind) for kind in KINDS] + others
+    ctx = ShardContext(config=config, run_id="r", host=host, storage=LocalStorage(tmp_path / "o"))
+    result = plugin.run(run_shard(7, tasks, ctx), timeout=240)
+    after = plugin.run(_settled_memory(plugin, baseline + 150), timeout=30)
+
+    rejects = {
+        r["task_id"]: r for r in read(tmp_path / "o", "rejects", 7) if r["stage"] != "grounding"
+    }
+    episodes = {e["task_id"] for e in read(tmp_path / "o", "episodes", 7)}
+    assert episodes == {"dialogs", "huge"} and set(rejects) == {f"memory-{k}" for k in KINDS}
+    measured = {}
+    for kind in KINDS:
+        reject = rejects[f"memory-{kind}"]
+        assert (reject["stage"], reject["reason"]) == ("episode", "page_memory"), reject
+        assert f"browser.page_memory_mb = {CEILING_MB}" in reject["detail"]
+        match = MEASURED.search(reject["detail"])
+        assert match, reject["detail"]  # measured on its renderer, not the heap fallback
+        measured[kind] = int(match.group(1))
+        assert CEILING_MB < measured[kind] < 2048  # stopped well before the page's own stop
+    print(
+        f"\nmemory at the reject (MB): {measured}; browser {baseline:.0f} MB before the shard, "
+        f"{after:.0f} MB after (peak sessions {result.peak_sessions})"
+    )
+    assert after < baseline + 150  # the pages' memory was given back
+    assert host.open_contexts == 0 and host.connected
+
+
+def test_a_page_stopped_while_no_step_runs_ends_as_page_memory(
+    plugin: BrowserPlugin, pages, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """The watchdog alone stops the page (as while the model decides): the next browser call
+    of the episode fails on a crashed page, and that is a `page_memory` reject, not a crash;
+    the next observation refuses the page too."""
+    host = plugin.host
+    assert host is not None
+    config = make_config(tmp_path, policy={"type": "scripted"})
+    ctx = ShardContext(config=config, run_id="r", host=host, storage=LocalStorage(tmp_path / "o"))
+    spec = hungry(pages, "typed")
+
+    async def scenario():  # type: ignore[no-untyped-def]
+        async with host.session() as session:
+            await session.goto(spec.start_url)
+            assert session.memory is not None
+            for _ in range(200):  # no step runs: only the watchdog measures
+                if session.memory.exceeded is not None:
+                    break
+                await asyncio.sleep(0.1)
+            try:
+                await session.page.evaluate("1")  # what the episode's next step meets
+                error: BaseException | None = None
+            except PlaywrightError as exc:
+                error = exc
+            try:
+                await session.observe()
+                refused = False
+            except PageMemoryExceeded:
+                refused = True
+            assert error is not None
+            failure = await _failure(error, [session], ctx, spec)
+            return session.memory.exceeded, refused, failure
+
+    exceeded, refused, (stage, reason, detail) = plugin.run(scenario(), timeout=90)
+    assert exceeded is not None and exceeded.measured_mb > CEILING_MB and refused
+    assert (stage, reason) == ("episode", RejectReason.PAGE_MEMORY)
+    assert detail == str(exceeded) and "renderer" in detail
+    assert plugin.run(host.responsive())  # one page stopped, not the browser
