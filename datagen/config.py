@@ -21,12 +21,13 @@ from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
+    PlainSerializer,
     SecretStr,
     ValidationError,
-    field_serializer,
     field_validator,
     model_validator,
 )
@@ -298,10 +299,18 @@ def has_userinfo(url: str | None) -> bool:
     return bool(url) and "@" in urlsplit(url or "").netloc
 
 
+# A model server's URL: normalized on the way in, written and printed without its credentials.
+ServerUrl = Annotated[
+    str | None,
+    AfterValidator(engine_url),
+    PlainSerializer(lambda url: redact_url(url) if url else url),
+]
+
+
 class RoleConfig(Section):
     """One model role (policy, localizer, judge, annotator): endpoint, sampling and budget share."""
 
-    url: str | None = Field(None, description="this role's own server; default: engine.url")
+    url: ServerUrl = Field(None, description="this role's own server; default: engine.url")
     model: str | None = Field(
         None, description="served model name; default: the server's first model"
     )
@@ -313,15 +322,6 @@ class RoleConfig(Section):
     timeout_s: float = Field(
         120.0, gt=0, le=3600, description="limit for one request, retries not included"
     )
-
-    @field_validator("url")
-    @classmethod
-    def _base_url(cls, url: str | None) -> str | None:
-        return engine_url(url)
-
-    @field_serializer("url")
-    def _hide_credentials(self, url: str | None) -> str | None:
-        return redact_url(url) if url else url
 
 
 class VlmPolicy(Section):
@@ -361,7 +361,7 @@ PolicyConfig = Annotated[ExplorePolicy | ScriptedPolicy | VlmPolicy, Field(discr
 class EngineConfig(Section):
     """The vLLM server shared by all workers (or the stand-in, started by datagen when url is null)."""
 
-    url: str | None = Field(
+    url: ServerUrl = Field(
         None,
         description="http://host:8000 of a vLLM server (a trailing /v1 is fine); accepts "
         "${VAR}; user:password@ in it is sent as basic auth and never written or printed; "
@@ -395,15 +395,6 @@ class EngineConfig(Section):
         default_factory=lambda: SimConfig(speed_factor=20.0),
         description="the stand-in's settings when url is null (a load double, never a model)",
     )
-
-    @field_validator("url")
-    @classmethod
-    def _base_url(cls, url: str | None) -> str | None:
-        return engine_url(url)
-
-    @field_serializer("url")
-    def _hide_credentials(self, url: str | None) -> str | None:
-        return redact_url(url) if url else url
 
 
 # --------------------------------------------------------------------------- annotation etc.

@@ -3,9 +3,11 @@ package), Dask LocalClusters, the bundled-site server."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,6 +32,16 @@ def pages() -> Iterator[object]:
 
     with SiteServer(PAGES) as server:
         yield server
+
+
+@contextlib.contextmanager
+def set_up(plugin: Any) -> Iterator[Any]:
+    """A BrowserPlugin set up outside Dask (its browser, loop and site server), torn down after."""
+    plugin.setup(worker=None)
+    try:
+        yield plugin
+    finally:
+        plugin.teardown(worker=None)
 
 
 def make_config(tmp_path: Path, **overrides: object) -> PipelineConfig:
@@ -71,9 +83,5 @@ def browser_plugin(
     from datagen.runtime.plugin import BrowserPlugin
 
     config = make_config(tmp_path_factory.mktemp("plugin"), browser={"allow": [pages.origin]})  # type: ignore[attr-defined]
-    plugin = BrowserPlugin(config)
-    plugin.setup(worker=None)
-    try:
+    with set_up(BrowserPlugin(config)) as plugin:
         yield plugin
-    finally:
-        plugin.teardown(worker=None)

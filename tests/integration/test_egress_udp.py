@@ -30,7 +30,7 @@ import pytest
 
 from datagen.runtime.plugin import BrowserPlugin
 from datagen.source.serve import SiteServer
-from tests.conftest import make_config
+from tests.conftest import make_config, set_up
 
 pytestmark = pytest.mark.browser
 
@@ -208,12 +208,8 @@ def worker(
         tmp_path_factory.mktemp("egress"),
         browser={"allow": [pages.origin], "extra_args": [f"--log-net-log={netlog}"]},
     )
-    plugin = BrowserPlugin(config)
-    plugin.setup(worker=None)
-    try:
+    with set_up(BrowserPlugin(config)) as plugin:
         yield plugin
-    finally:
-        plugin.teardown(worker=None)
 
 
 @pytest.fixture
@@ -318,12 +314,8 @@ def unguarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrowserPlugi
     """The same worker set-up with `browser.url_guard: false`: no egress proxy, so Chromium's
     own WebRTC and WebTransport."""
     config = make_config(tmp_path_factory.mktemp("unguarded"), browser={"url_guard": False})
-    plugin = BrowserPlugin(config)
-    plugin.setup(worker=None)
-    try:
+    with set_up(BrowserPlugin(config)) as plugin:
         yield plugin
-    finally:
-        plugin.teardown(worker=None)
 
 
 @pytest.mark.parametrize("name", ["stun-ip", "remote-candidate", "webtransport"])

@@ -18,7 +18,7 @@ from datagen.pipeline import ShardContext, _failure, run_shard
 from datagen.records import Click, RejectReason, TaskSpec, Wait
 from datagen.runtime.plugin import BrowserPlugin
 from datagen.sink.storage import LocalStorage
-from tests.conftest import make_config
+from tests.conftest import make_config, set_up
 from tests.integration.test_pipeline import read
 
 pytestmark = pytest.mark.browser
@@ -35,12 +35,8 @@ def plugin(
         tmp_path_factory.mktemp("memory"),
         browser={"allow": [pages.origin], "page_memory_mb": CEILING_MB},
     )
-    plugin = BrowserPlugin(config)
-    plugin.setup(worker=None)
-    try:
+    with set_up(BrowserPlugin(config)) as plugin:
         yield plugin
-    finally:
-        plugin.teardown(worker=None)
 
 
 def hungry(pages, kind: str) -> TaskSpec:  # type: ignore[no-untyped-def]
