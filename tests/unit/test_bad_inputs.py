@@ -291,7 +291,7 @@ TASK_LISTS = [
 
 
 class ChildWatch:
-    """Records every descendant process of this one while active."""
+    """Records every descendant process of this one started while active."""
 
     def __init__(self) -> None:
         self.seen: set[str] = set()
@@ -303,6 +303,8 @@ class ChildWatch:
         while not self._stop.is_set():
             try:
                 for child in self._me.children(recursive=True):
+                    if child.pid in self._before:
+                        continue  # already there (e.g. multiprocessing's resource tracker)
                     with contextlib.suppress(psutil.Error):
                         self.seen.add(" ".join(child.cmdline())[:200] or child.name())
             except psutil.Error:
@@ -310,6 +312,7 @@ class ChildWatch:
             self._stop.wait(0.005)
 
     def __enter__(self) -> ChildWatch:
+        self._before = {child.pid for child in self._me.children(recursive=True)}
         self._thread.start()
         return self
 
