@@ -1,7 +1,7 @@
 """Per-step throughput of our browser loop against a bare Playwright loop, side by side.
 
 What it measures: steps per second (wall clock) and CPU seconds per step of two loops that do
-the same work on the bundled sites (`sources/sites`), with the same Chromium, launch switches,
+the same work on the bundled sites (`datagen/sites`), with the same Chromium, launch switches,
 viewport, image encoding, episodes, steps and concurrency:
 
     ours   BrowserHost.session() ─► [Session.observe() ─► Explorer.decide() ─► Session.act(Click)] x steps

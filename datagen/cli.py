@@ -38,28 +38,60 @@ PipelineArg = Annotated[Path, typer.Argument(help="pipeline file (YAML)", show_d
 OutputOpt = Annotated[str | None, typer.Option("--output", "-o", help="override output.uri")]
 
 
-def _load(path: Path, output: str | None, check_machine: bool = True) -> Plan:
+# `datagen run` flags that override cluster keys of the pipeline file: key → flag.
+CLUSTER_FLAGS = {
+    "address": "--address",
+    "workers": "--workers",
+    "sessions_per_worker": "--sessions",
+}
+
+
+def _load(
+    path: Path,
+    output: str | None,
+    check_machine: bool = True,
+    cluster: dict[str, Any] | None = None,
+) -> Plan:
     """The plan of a pipeline file; with `check_machine`, also what it points at (output,
-    scheduler, dashboard, browser), so that nothing bad is found after Dask has started."""
+    scheduler, dashboard, browser), so that nothing bad is found after Dask has started.
+    `cluster` overrides keys of the file's `cluster` (validated the same way)."""
     from datagen.config import load_pipeline
+    from datagen.errors import ConfigError
     from datagen.plan import make_plan
     from datagen.preflight import preflight
 
-    plan = make_plan(load_pipeline(path, output))
+    try:
+        config = load_pipeline(path, output, cluster)
+    except ConfigError as exc:
+        named = [k for k in cluster or {} if f"cluster.{k}" in str(exc)]
+        if not named:
+            raise
+        note = "; ".join(f"{CLUSTER_FLAGS[k]} sets cluster.{k}" for k in named)
+        error = ConfigError(f"{exc}\n  (on the command line: {note})")
+        error.path = exc.path
+        raise error from None
+    plan = make_plan(config)
     if check_machine:
         preflight(plan.config)
     return plan
 
 
-def _show_plan(plan: Plan) -> None:
+def _show_plan(plan: Plan, flags: dict[str, Any] | None = None) -> None:
+    """The plan as a table; `flags`: the cluster keys set on the command line (marked)."""
     from datagen.config import redact_url
 
     cfg = plan.config
+    by_flag = {k: f" ({CLUSTER_FLAGS[k]})" for k in flags or {}}
     table = Table(title=f"plan: {cfg.name}", show_header=False)
     by_source: dict[str, int] = {}
     for task in plan.tasks:
         by_source[task.source] = by_source.get(task.source, 0) + 1
-    cluster = cfg.cluster.address or f"LocalCluster, {cfg.cluster.workers} worker processes"
+    if cfg.cluster.address:
+        cluster = cfg.cluster.address + by_flag.get("address", "")
+    else:
+        cluster = (
+            f"LocalCluster, {cfg.cluster.workers} worker processes{by_flag.get('workers', '')}"
+        )
     rows = [
         ("tasks", f"{len(plan.tasks)} ({', '.join(f'{k} {v}' for k, v in by_source.items())})"),
         (
@@ -68,7 +100,10 @@ def _show_plan(plan: Plan) -> None:
         ),
         ("shards", f"{len(plan.shard_ids)} (≈{cfg.run.tasks_per_shard} tasks each)"),
         ("cluster", cluster),
-        ("sessions", f"{cfg.cluster.sessions_per_worker} per worker"),
+        (
+            "sessions",
+            f"{cfg.cluster.sessions_per_worker} per worker{by_flag.get('sessions_per_worker', '')}",
+        ),
         ("policy", cfg.policy.type),
         (
             "browser",
@@ -270,16 +305,32 @@ def run(
             "shards that fail are redone",
         ),
     ] = False,
+    address: Annotated[
+        str | None,
+        typer.Option(
+            "--address", help="override cluster.address: tcp://host:8786 of a running scheduler"
+        ),
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option("--workers", help="override cluster.workers (LocalCluster worker processes)"),
+    ] = None,
+    sessions: Annotated[
+        int | None,
+        typer.Option("--sessions", help="override cluster.sessions_per_worker"),
+    ] = None,
 ) -> None:
     """Run a pipeline: tasks → Dask workers → Chromium → policy → validated Parquet."""
+    given = {"address": address, "workers": workers, "sessions_per_worker": sessions}
+    flags = {k: v for k, v in given.items() if v is not None}
     try:
-        plan = _load(pipeline, output)
+        plan = _load(pipeline, output, cluster=flags)
     except DatagenError as exc:
         raise _fail(exc) from None
     except KeyboardInterrupt:
         err_console.print("[yellow]interrupted:[/] nothing was started")
         raise typer.Exit(130) from None
-    _show_plan(plan)
+    _show_plan(plan, flags)
     _warn(plan)
     if dry_run:
         console.print("dry run: nothing launched")
@@ -359,6 +410,7 @@ def _show_summary(summary: RunSummary, tasks: int) -> None:
             f"started: {theirs} committed by it, {n - theirs} taken over here when it stopped; "
             f"this run ran {len(summary.results) + len(summary.failed_shards)}"
         )
+    _show_workers(summary)
     for shard, reason in summary.failed_shards.items():
         err_console.print(f"[red]shard {shard} failed:[/] {reason}")
     state = (
@@ -374,6 +426,24 @@ def _show_summary(summary: RunSummary, tasks: int) -> None:
     )
     if summary.report:
         console.print(f"run report (throughput, latency, memory): {summary.report}")
+
+
+def _show_workers(summary: RunSummary) -> None:
+    """Workers lost during the run and what that cost; workers that could not start a browser."""
+    report = summary.workers
+    if report.lost:
+        console.print(f"workers lost while the run ran: {', '.join(report.lost)}", highlight=False)
+    if report.rerun or report.reused:
+        again = ", ".join(f"{s} ({n} attempts)" for s, n in sorted(report.rerun.items()))
+        console.print(
+            f"shards run again: {again or 'none'}; found committed when their task ran again "
+            f"(not rerun): {', '.join(map(str, sorted(report.reused))) or 'none'}",
+            highlight=False,
+        )
+    for worker, why in report.failed.items():
+        err_console.print(
+            f"worker {worker} took no shard: {why}", markup=False, highlight=False, soft_wrap=True
+        )
 
 
 def _show_top_rejects(manifest: dict[str, Any]) -> None:

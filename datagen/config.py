@@ -49,7 +49,8 @@ class Section(BaseModel):
 
 
 class SitesSource(Section):
-    """The bundled local web apps in `sources/sites/`, served by datagen on 127.0.0.1."""
+    """The bundled local web apps in `datagen/sites/` (package data), served by datagen on
+    127.0.0.1."""
 
     type: Literal["sites"]
     sites: list[str] | None = Field(None, description="site folder names; default: all of them")
@@ -479,6 +480,13 @@ class ClusterConfig(Section):
         le=100,
         description="worker deaths a shard may cause before it fails (LocalCluster only; a running scheduler keeps its own)",
     )
+    wait_for_workers_s: float = Field(
+        120.0,
+        gt=0,
+        le=86_400,
+        description="how long a run waits for a worker that has started its browser (at the "
+        "start, or after every such worker was lost) before it stops with an error",
+    )
 
     @field_validator("address")
     @classmethod
@@ -627,8 +635,11 @@ class PipelineConfig(Section):
 # --------------------------------------------------------------------------- loading
 
 
-def load_pipeline(path: str | Path, output: str | None = None) -> PipelineConfig:
-    """Read and validate a pipeline file; `output` overrides `output.uri`."""
+def load_pipeline(
+    path: str | Path, output: str | None = None, cluster: dict[str, Any] | None = None
+) -> PipelineConfig:
+    """Read and validate a pipeline file; `output` overrides `output.uri`, `cluster` keys of
+    `cluster` (the CLI's --address, --workers, --sessions), validated like the file's."""
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"pipeline file not found: {path}", fix="give the path of a .yaml file")
@@ -648,6 +659,9 @@ def load_pipeline(path: str | Path, output: str | None = None) -> PipelineConfig
     if output:
         existing = data.get("output")
         data["output"] = {**(existing if isinstance(existing, dict) else {}), "uri": output}
+    if cluster:
+        existing = data.get("cluster")
+        data["cluster"] = {**(existing if isinstance(existing, dict) else {}), **cluster}
     uri = (data.get("output") or {}).get("uri") if isinstance(data.get("output"), dict) else None
     if isinstance(uri, str):
         _refuse_near_miss(uri)

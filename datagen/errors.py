@@ -5,7 +5,8 @@
     ├── SourceError              a task list cannot be read (missing file, bad line)
     ├── BrowserUnavailable       no Chromium to launch: says what to install
     ├── OutputError              the output location cannot be used (other run there, not writable)
-    └── EngineNotReady           the model server does not answer /health and /v1/models
+    ├── EngineNotReady           the model server does not answer /health and /v1/models
+    └── WorkersUnavailable       no Dask worker can run the run's shards: names them and the fix
 
 Per-task failures are *not* exceptions that escape a shard: they become `Reject` rows with a
 reason code (see `records.RejectReason`).
@@ -49,3 +50,12 @@ class OutputError(DatagenError):
 
 class EngineNotReady(DatagenError):
     """The model server is unreachable or not ready."""
+
+
+class WorkersUnavailable(DatagenError):
+    """No worker of the cluster can run the run's shards (none joined, none could start its
+    browser, or every one that could was lost), for longer than the run waits."""
+
+    def __init__(self, message: str, fix: str = "") -> None:
+        self.fix = fix
+        super().__init__(f"{message}. fix: {fix}" if fix else message)

@@ -134,6 +134,7 @@ async def run_shard(shard: int, tasks: list[TaskSpec], ctx: ShardContext) -> Sha
         ctx.on_episode(
             {
                 "shard": shard,
+                "episode_id": outcome.ids["episode_id"],  # a rerun's episode counts once
                 "episode": outcome.episode is not None,
                 "steps": len(outcome.steps),
                 "solved": bool(outcome.episode and outcome.episode.success),

@@ -37,9 +37,11 @@ def preflight(config: PipelineConfig) -> None:
 
 
 def check_output(config: PipelineConfig) -> None:
-    """A local output must be (or be creatable as) a writable folder."""
+    """A local output must be (or be creatable as) a writable folder; an S3 output's bucket
+    must exist, and this machine's credentials list its prefix."""
     uri = config.output.uri
     if uri.startswith("s3://"):
+        check_s3_output(config)
         return
     path = Path(uri.removeprefix("file://"))
     if path.exists() and not path.is_dir():
@@ -61,6 +63,37 @@ def check_output(config: PipelineConfig) -> None:
             path="output.uri",
             fix="choose a folder you can write, or fix its permissions",
         )
+
+
+def check_s3_output(config: PipelineConfig) -> None:
+    """One listing of the output's prefix with a client that gives up in seconds (before: a
+    missing bucket was a NoSuchBucket traceback, after the retries of every request)."""
+    from datagen.sink.probe import NO_BUCKET, UNREACHABLE, endpoint_of, s3_listing_problem
+
+    problem = s3_listing_problem(config.output)
+    if problem is None:
+        return
+    kind, detail = problem
+    endpoint = endpoint_of(config.output)
+    if kind == NO_BUCKET:
+        bucket = config.output.uri.removeprefix("s3://").split("/", 1)[0]
+        raise ConfigError(
+            f"bucket {bucket!r} does not exist at {endpoint} ({detail})",
+            path="output.uri",
+            fix="create it, or correct the bucket (or output.endpoint_url / AWS_ENDPOINT_URL_S3)",
+        )
+    if kind == UNREACHABLE:
+        raise ConfigError(
+            f"cannot reach the S3 endpoint {endpoint} ({detail})",
+            path="output.uri",
+            fix="correct output.endpoint_url (or AWS_ENDPOINT_URL_S3), or check the network",
+        )
+    raise ConfigError(
+        f"cannot list {config.output.uri} at {endpoint} with this machine's credentials ({detail})",
+        path="output.uri",
+        fix="check the credentials (AWS_PROFILE, AWS_ACCESS_KEY_ID, the instance role) and "
+        "that they may list, read and write that prefix",
+    )
 
 
 def check_scheduler(address: str) -> None:

@@ -5,9 +5,12 @@
                    ─► scheduler ─► dashboard "Workers" page, and the driver's run report
 
 Counters only ever grow; rates are taken over the last `window_s` seconds of readings. The set
-of figures is fixed at set-up (every reject reason has its entry from the start). Dask
-shows every numeric `worker.metrics` entry as a column of its Workers page (/workers), with a
-total row, so no custom dashboard code is needed to see them live.
+of figures is fixed at set-up (every reject reason has its entry from the start).
+
+Every figure goes to the scheduler as one dict, `worker.metrics["datagen"]`: the dashboard's
+`/datagen` page (runtime.dashboard) and the run report read it. Dask's own Workers page
+(/workers) shows each *numeric* metric as a column titled by its key, with a total row that sums
+it, and skips dicts: it gets the HEADLINE figures only, those a sum suits, under short keys.
 """
 
 from __future__ import annotations
@@ -21,7 +24,18 @@ from typing import Any
 
 from datagen.records import RejectReason
 
-PREFIX = "datagen_"
+METRIC = "datagen"  # worker.metrics key of the dict of every figure
+# Figures on Dask's Workers page: key there (its column title) ← figure. Rates, counts and
+# memory only: that page's total row sums every column (not latency means, nor limits).
+HEADLINE = {
+    "steps/s": "steps_per_s",
+    "screenshots/s": "screenshots_per_s",
+    "episodes/s": "episodes_per_s",
+    "engine tokens/s": "engine_tokens_per_s",
+    "engine in flight": "engine_in_flight",
+    "browser MB": "browser_memory_mb",
+    "rejects": "rejects",
+}
 REASONS = [reason.value for reason in RejectReason]
 RATES = {"steps": "steps_per_s", "screenshots": "screenshots_per_s", "episodes": "episodes_per_s"}
 
@@ -90,13 +104,14 @@ class Meter:
 
 
 def register(worker: Any, meter: Meter) -> None:
-    """Expose the meter's figures as Dask worker metrics, one numeric entry per figure (a
-    plugin registered again replaces the entries). Call on the worker's event loop, or before
-    it runs: heartbeats iterate `worker.metrics` there."""
-    for name in meter.figures(max_age_s=0):
-        worker.metrics[PREFIX + name] = lambda w, name=name: meter.figures().get(name, 0.0)
+    """Expose the meter's figures as Dask worker metrics: all of them as one dict, and the
+    HEADLINE ones as numbers (a plugin registered again replaces the entries). Call on the
+    worker's event loop, or before it runs: heartbeats iterate `worker.metrics` there."""
+    worker.metrics[METRIC] = lambda w: dict(meter.figures())
+    for key, name in HEADLINE.items():
+        worker.metrics[key] = lambda w, name=name: meter.figures().get(name, 0.0)
 
 
 def unregister(worker: Any) -> None:
-    for key in [k for k in worker.metrics if k.startswith(PREFIX)]:
-        del worker.metrics[key]
+    for key in (METRIC, *HEADLINE):
+        worker.metrics.pop(key, None)

@@ -17,7 +17,10 @@ from datagen.records import Resumed, ShardResult
 
 class RichProgress:
     """Tasks × repeats ended (as episodes or rejects), steps/s, solved, rejects by reason.
-    Thread-safe: events arrive on the Dask client's thread."""
+    Thread-safe: events arrive on the Dask client's thread.
+
+    Episodes count by id: a shard run again (retried, or its worker lost) reports its episodes
+    again, and they replace the first report instead of adding to it (before: 71 of 60)."""
 
     def __init__(self, console: Console) -> None:
         self.console = console
@@ -28,6 +31,7 @@ class RichProgress:
         self._rejected = 0
         self._rejects: Counter[str] = Counter()
         self._shards = 0
+        self._ended: dict[str, dict[str, Any]] = {}  # episode id → its last event
         self._t0 = time.perf_counter()
         self._progress = Progress(
             TextColumn("[bold]ended"),
@@ -59,13 +63,34 @@ class RichProgress:
 
     def episode(self, event: dict[str, Any]) -> None:
         with self._lock:
-            self._steps += int(event.get("steps", 0))
-            self._solved += int(bool(event.get("solved")))
-            self._episodes += int(bool(event.get("episode")))
-            self._rejected += int(not event.get("episode"))
-            self._rejects.update(event.get("rejects", {}))
-            self._progress.update(self._task, advance=1)
+            key = event.get("episode_id")
+            before = self._ended.get(key) if key else None
+            if before is not None:
+                self._count(before, -1)  # the same episode again: its new outcome replaces it
+            else:
+                self._progress.update(self._task, advance=1)
+            if key:
+                self._ended[key] = event
+            self._count(event, 1)
             self._text.plain = self._stats()
+
+    def _count(self, event: dict[str, Any], sign: int) -> None:
+        self._steps += sign * int(event.get("steps", 0))
+        self._solved += sign * int(bool(event.get("solved")))
+        self._episodes += sign * int(bool(event.get("episode")))
+        self._rejected += sign * int(not event.get("episode"))
+        rejects = Counter(event.get("rejects", {}))
+        if sign > 0:
+            self._rejects.update(rejects)
+        else:
+            self._rejects.subtract(rejects)
+            self._rejects = +self._rejects  # drop the zeros
+
+    @property
+    def ended(self) -> int:
+        """Episodes ended in this run so far, each once."""
+        with self._lock:
+            return len(self._ended)
 
     def shard(self, result: ShardResult) -> None:
         with self._lock:

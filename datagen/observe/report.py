@@ -23,7 +23,7 @@ from bokeh.palettes import Category10_10
 from bokeh.plotting import figure
 from bokeh.resources import INLINE
 
-from datagen.observe.meter import PREFIX
+from datagen.observe.meter import METRIC
 from datagen.sink.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -71,11 +71,11 @@ class Timeline:
             return
         now = time.time() - self._t0
         for address, info in workers.items():
-            metrics = info.get("metrics", {})
+            reported = info.get("metrics", {}).get(METRIC)
             figures = {
-                k.removeprefix(PREFIX): float(v)
-                for k, v in metrics.items()
-                if k.startswith(PREFIX) and isinstance(v, int | float)
+                k: float(v)
+                for k, v in (reported if isinstance(reported, dict) else {}).items()
+                if isinstance(v, int | float)
             }
             if figures:
                 self.samples.append((now, str(info.get("name", address)), figures))

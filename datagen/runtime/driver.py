@@ -6,6 +6,11 @@ task per pending shard, follow progress, finish with the manifest.
 Completed shards (marker present) are skipped, so rerunning a killed run completes it.
 `retries` re-runs a shard whose worker died; `allowed-failures` bounds how many worker deaths
 one shard may cause, so one poisonous task cannot take the whole run down.
+
+A run on a shared scheduler is isolated: its plugin, event topic, resource and task keys are
+named per invocation (`RunNames`), its shards go only to workers whose browser for it started,
+and its plugin is removed when it ends, also when it fails or is interrupted. Each result is
+released once read, so a lost worker never makes Dask recompute a committed shard.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -24,13 +29,18 @@ import dask
 from distributed import Client, LocalCluster, as_completed
 from distributed.utils import format_dashboard_link
 
-from datagen.config import ClusterConfig
+from datagen import __version__
+from datagen.config import ClusterConfig, PipelineConfig
+from datagen.errors import WorkersUnavailable
 from datagen.observe.report import Timeline, step_latencies, write_report
 from datagen.plan import Plan
 from datagen.records import Resumed, ShardResult
+from datagen.runtime.dashboard import add_page
 from datagen.runtime.endpoint import engine_endpoint
-from datagen.runtime.plugin import BrowserPlugin
-from datagen.runtime.tasks import PROGRESS_TOPIC, OutputFull, run_shard_task
+from datagen.runtime.plugin import BrowserPlugin, RunNames
+from datagen.runtime.probe import check_output_reach
+from datagen.runtime.tasks import OutputFull, run_shard_task
+from datagen.runtime.workers import WorkerReport, WorkerWatch
 from datagen.sink.lease import ShardLeases
 from datagen.sink.manifest import finalize
 from datagen.sink.read import read_committed
@@ -67,6 +77,7 @@ class RunSummary:
     seconds: float = 0.0
     dashboard: str = ""
     report: str = ""  # the run report's location, when one was written
+    workers: WorkerReport = field(default_factory=WorkerReport)  # failed, lost; shards rerun
 
 
 @contextlib.contextmanager
@@ -167,64 +178,167 @@ def _execute(
     engine: dict[str, Any] = {}
     timeline: Timeline | None = None
     summary.resumed = resumed = _resumed(storage, plan, summary.skipped_shards)
-    futures: dict[Any, int] = {}
+    submitted: set[int] = set()
     if mine:
         with engine_endpoint(config) as (config, engine), connect(config.cluster) as client:
             summary.dashboard = dashboard_link(client)
-            workers = _worker_count(client, config.cluster)
-            local = not config.cluster.address
-            client.register_plugin(BrowserPlugin(config, workers=workers, local=local))
             timeline = Timeline(client).start()
+            run = _ClusterRun(client, plan, config, progress, leases, summary, submitted)
             try:
-                client.subscribe_topic(PROGRESS_TOPIC, lambda event: progress.episode(event[1]))
-                progress.started(summary.dashboard, plan.episodes, resumed)
-
-                def submit(indices: list[int]) -> list[Any]:
-                    for index in indices:
-                        future = client.submit(
-                            run_shard_task,
-                            index,
-                            plan.shards[index],
-                            config,
-                            plan.run_id,
-                            key=f"shard-{index:05d}-{plan.run_id}",
-                            retries=config.cluster.retries,
-                            pure=False,
-                        )
-                        futures[future] = index
-                    return [f for f, i in futures.items() if i in indices]
-
-                queue = as_completed(submit(mine))
-                for future in queue:
-                    index = futures[future]
-                    leases.release(index)  # committed, or failed for good (another run may try)
-                    try:
-                        result = future.result()
-                    except Exception as exc:  # a shard that failed for good: the run goes on
-                        log.error("shard %d failed: %s", index, exc, extra={"shard": index})
-                        summary.failed_shards[index] = f"{type(exc).__name__}: {exc}"
-                    else:
-                        if isinstance(result, OutputFull):  # every shard would fail the same
-                            client.cancel(list(futures))
-                            raise OSError(errno.ENOSPC, result.detail)
-                        summary.results.append(result)
-                        progress.shard(result)
-                    rest = [i for i in elsewhere if i not in futures.values()]
-                    if queue.is_empty() and rest:  # idle: wait for the other run's shards
-                        queue.update(submit(leases.wait(rest)))
-                client.unsubscribe_topic(PROGRESS_TOPIC)
+                run.run(mine, elsewhere)
             finally:
                 timeline.stop()  # also when the run fails: no thread left polling
     else:
         progress.started("", plan.episodes, resumed)
     summary.leased_elsewhere = elsewhere
-    summary.other_run_shards = sorted(set(elsewhere) - set(futures.values()))
+    summary.other_run_shards = sorted(set(elsewhere) - submitted)
     extra = {"engine": engine} if engine else {}
     summary.manifest = finalize(storage, plan.shard_ids, extra, busy=leases.busy())
     summary.seconds = time.perf_counter() - started
     if timeline is not None:
         summary.report = _report(storage, timeline, summary, config.output)
     return summary
+
+
+class _ClusterRun:
+    """One run's time on the cluster: its plugin on the workers, its shards submitted to the
+    workers that started it, their results read (and released) as they come."""
+
+    def __init__(
+        self,
+        client: Client,
+        plan: Plan,
+        config: PipelineConfig,
+        progress: RunProgress,
+        leases: ShardLeases,
+        summary: RunSummary,
+        submitted: set[int],
+    ) -> None:
+        self.client, self.plan, self.config, self.progress = client, plan, config, progress
+        self.leases, self.summary, self.submitted = leases, summary, submitted
+        self.names = RunNames.new(plan.run_id, leases.token)
+        where = config.cluster.address or "the local cluster"
+        self.watch = WorkerWatch(client, self.names, where, config.cluster.wait_for_workers_s)
+        self.futures: dict[Any, int] = {}  # submitted, result not read yet → shard
+        self.registered = False
+
+    def run(self, mine: list[int], elsewhere: list[int]) -> None:
+        """Every shard of `mine`, then those of `elsewhere` that their run leaves."""
+        client, names = self.client, self.names
+        self.watch.start()
+        client.subscribe_topic(names.topic, self._event)
+        try:
+            self.watch.wait_joined()  # bounded: a scheduler without workers is an error
+            check_output_reach(client, self.config.output)  # every worker writes this output
+            add_page(client)  # /datagen on the dashboard: every live figure, readable
+            plugin = BrowserPlugin(
+                self.config,
+                workers=_worker_count(client, self.config.cluster),
+                local=not self.config.cluster.address,
+                names=names,
+            )
+            self.registered = True  # also when it fails half-way: some workers may hold it
+            _register(client, plugin)
+            self.watch.catch_up()
+            self.progress.started(self.summary.dashboard, self.plan.episodes, self.summary.resumed)
+            self.watch.wait_ready()
+            queue = as_completed(self._submit(mine))
+            for future in _completed(queue, self.watch):
+                self._collect(future)
+                rest = [i for i in elsewhere if i not in self.submitted]
+                if queue.is_empty() and rest:  # idle: wait for the other run's shards
+                    queue.update(self._submit(self.leases.wait(rest)))
+        finally:
+            self._leave()
+
+    def _event(self, event: tuple[float, Any]) -> None:
+        if not self.watch.on_event(event[1]):
+            self.progress.episode(event[1])
+
+    def _submit(self, indices: Iterable[int]) -> list[Any]:
+        submitted = []
+        for index in indices:
+            future = self.client.submit(
+                run_shard_task,
+                index,
+                self.plan.shards[index],
+                self.config,
+                self.plan.run_id,
+                self.names,
+                key=self.names.key(index),
+                resources={self.names.resource: 1},  # only workers whose browser started
+                retries=self.config.cluster.retries,
+                pure=False,
+            )
+            self.futures[future] = index
+            self.submitted.add(index)
+            submitted.append(future)
+        return submitted
+
+    def _collect(self, future: Any) -> None:
+        index = self.futures.pop(future)
+        self.leases.release(index)  # committed, or failed for good (another run may try)
+        try:
+            result = future.result()
+        except Exception as exc:  # a shard that failed for good: the run goes on
+            log.error("shard %d failed: %s", index, exc, extra={"shard": index})
+            self.summary.failed_shards[index] = f"{type(exc).__name__}: {exc}"
+            return
+        finally:
+            # Read: nothing needs it on a worker any more. A result Dask still held would be
+            # computed again if its worker were lost (the shard run twice).
+            future.release()
+        if isinstance(result, OutputFull):  # every shard would fail the same
+            raise OSError(errno.ENOSPC, result.detail)
+        self.summary.results.append(result)
+        self.progress.shard(result)
+
+    def _leave(self) -> None:
+        """Cancel what still runs, stop listening, remove the plugin (its browsers close on
+        every worker); each step guarded on its own, for a run that failed or was stopped."""
+        client, names = self.client, self.names
+        steps: list[tuple[str, Callable[[], Any]]] = []
+        if self.futures:
+            steps.append(
+                ("cancel the shards still running", lambda: client.cancel(list(self.futures)))
+            )
+        steps.append(("unsubscribe", lambda: client.unsubscribe_topic(names.topic)))
+        steps.append(("stop watching the workers", self.watch.stop))
+        if self.registered:
+            remove = lambda: client.unregister_worker_plugin(names.plugin)  # noqa: E731
+            steps.append(("remove the worker plugin", remove))
+        for what, step in steps:
+            try:
+                step()
+            except Exception:
+                log.warning("could not %s", what, exc_info=True)
+        self.summary.workers = self.watch.report
+
+
+def _register(client: Client, plugin: BrowserPlugin) -> None:
+    """Register the run's plugin on every worker (and those that join later). A worker whose
+    browser cannot start says so on the run's topic; what fails here is loading the plugin."""
+    try:
+        client.register_plugin(plugin, name=plugin.name)
+    except Exception as exc:
+        said = (str(exc).strip().splitlines() or [""])[0]
+        raise WorkersUnavailable(
+            f"the workers could not load datagen's worker plugin ({type(exc).__name__}: {said})",
+            fix=f"install datagen {__version__} in every worker's Python environment (the "
+            "workers' logs say more)",
+        ) from None
+
+
+def _completed(queue: as_completed, watch: WorkerWatch) -> Iterator[Any]:
+    """The queue's futures as they finish. Meanwhile, WorkersUnavailable once no worker could
+    take the run's shards for too long: Dask would leave them unassigned for ever."""
+    while True:
+        while not queue.has_ready():
+            if queue.is_empty():
+                return
+            watch.check()
+            time.sleep(0.1)
+        yield next(queue)
 
 
 def _check_committed(storage: Storage, full: bool) -> dict[int, str]:

@@ -1,6 +1,12 @@
 """Per-worker browser: a WorkerPlugin that owns an asyncio loop thread, a Chromium and the
 bundled-site server for the worker's whole life.
 
+One plugin per run, named per run (`RunNames`): runs sharing a scheduler each have their own
+browser settings on every worker, and a run removes its plugin (closing its browsers) when it
+ends. A worker advertises the run's Dask resource only once its browser started; the run's
+shards require it, so a worker that cannot work never takes one. A failed setup is reported to
+the driver (the worker's name, why, the fix) on the run's topic, not raised into Dask.
+
 Why a private loop thread: Playwright objects are bound to the loop that created them, Dask
 task threads have no running loop, and signal-based timeouts do not work off the main thread.
 Every call into the browser goes through `run()`, onto that one loop; closing happens there too
@@ -16,15 +22,19 @@ import sys
 import threading
 import traceback
 from collections.abc import Coroutine
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from distributed import WorkerPlugin
+from distributed.core import Status
 
+from datagen.browser.launch import INSTALL_HINT
 from datagen.browser.session import BrowserHost
 from datagen.config import PipelineConfig
 from datagen.engine.roles import Engines, roles_for
+from datagen.errors import BrowserUnavailable, DatagenError, EngineNotReady
 from datagen.observe.meter import Meter, register, unregister
-from datagen.source import sites_root
+from datagen.source import checked_sites_root
 from datagen.source.serve import SiteServer
 
 log = logging.getLogger(__name__)
@@ -32,13 +42,53 @@ T = TypeVar("T")
 PLUGIN_NAME = "datagen-browser"
 
 
+@dataclass(frozen=True)
+class RunNames:
+    """What one invocation of a run is called on the scheduler: its worker plugin, its event
+    topic, the resource its ready workers advertise, its shards' task keys. From the run id and
+    a per-invocation token, so neither two pipelines nor two invocations of one pipeline on a
+    shared scheduler replace each other's plugin, read each other's events or share a key."""
+
+    tag: str
+
+    @classmethod
+    def new(cls, run_id: str, token: str) -> RunNames:
+        return cls(f"{run_id[:12]}-{token[:8]}")
+
+    @property
+    def plugin(self) -> str:
+        return f"{PLUGIN_NAME}-{self.tag}"
+
+    @property
+    def topic(self) -> str:
+        return f"datagen-{self.tag}"
+
+    @property
+    def resource(self) -> str:
+        return f"datagen-ready-{self.tag}"
+
+    def key(self, shard: int) -> str:
+        return f"shard-{shard:05d}-{self.tag}"
+
+
 class BrowserPlugin(WorkerPlugin):
     """Starts the loop, the site server and the browser at setup; stops them at teardown."""
 
     name = PLUGIN_NAME
 
-    def __init__(self, config: PipelineConfig, workers: int = 1, local: bool = False) -> None:
+    def __init__(
+        self,
+        config: PipelineConfig,
+        workers: int = 1,
+        local: bool = False,
+        names: RunNames | None = None,
+    ) -> None:
         self.config = config
+        self.names = names  # None: set up outside a run (tests)
+        if names is not None:
+            self.name = names.plugin
+        self.failure = ""  # why setup failed on this worker, with the fix
+        self.advertised = False
         self.workers = workers  # the workers sharing the engine's in-flight budget
         self.local = local  # a worker of the driver's own LocalCluster (shares its terminal)
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -49,14 +99,32 @@ class BrowserPlugin(WorkerPlugin):
         self.meter = Meter()
 
     def setup(self, worker: Any) -> None:
+        """Start the loop, site server and browser. Under Dask a failure is not raised (Dask
+        would log a traceback naming no worker, or fail the whole registration): it is logged
+        in one line and sent to the driver, and the worker never advertises the run's resource."""
+        try:
+            self._start(worker)
+        except Exception as exc:
+            if worker is None:  # set up outside Dask (tests): the caller sees it
+                raise
+            self._report_failure(worker, exc)
+            return
+        if worker is not None and self.names is not None:
+            worker.loop.add_callback(self._advertise, worker, self.names)
+
+    def _start(self, worker: Any) -> None:
         if self.local:
             _quiet_in_the_drivers_terminal()
+        # First, before any thread or browser: a worker without the sites (a datagen installed
+        # without its package data, a `dir` that is not on this machine) would serve 404s, and
+        # every task would end as navigation_failed in a run that "completes".
+        root = checked_sites_root(self.config)
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(
             target=self.loop.run_forever, name="datagen-browser-loop", daemon=True
         )
         self.thread.start()
-        self.sites = SiteServer(sites_root(self.config))
+        self.sites = SiteServer(root)
         host = BrowserHost(self.config.browser, allow=[self.sites.origin])
         try:
             self.run(host.start(), timeout=120)
@@ -73,6 +141,27 @@ class BrowserPlugin(WorkerPlugin):
         self._meter_sources()
         if worker is not None:  # None: set up outside Dask (tests)
             register(worker, self.meter)
+
+    async def _advertise(self, worker: Any, names: RunNames) -> None:
+        """Offer the run's resource, one slot per thread (so it never binds before the threads
+        do): from now on the scheduler may send this worker the run's shards."""
+        await worker.set_resources(**{names.resource: float(worker.state.nthreads)})
+        self.advertised = True
+        if worker.status == Status.running:
+            # The scheduler looks for work for a worker when it joins or resumes, not when its
+            # resources change: shards left waiting with no worker able to take them (every
+            # ready worker was lost) would wait forever. A pause and resume is that moment.
+            worker.status = Status.paused
+            worker.status = Status.running
+        worker.log_event(names.topic, {"kind": "worker", "state": "ready", **_who(worker)})
+
+    def _report_failure(self, worker: Any, exc: Exception) -> None:
+        reason, fix = _why(exc)
+        self.failure = f"{reason}. fix: {fix}"
+        log.error("datagen's browser did not start on worker %s: %s", worker.name, self.failure)
+        if self.names is not None:
+            event = {"kind": "worker", "state": "failed", "reason": reason, "fix": fix}
+            worker.log_event(self.names.topic, {**event, **_who(worker)})
 
     def _meter_sources(self) -> None:
         """What the dashboard reads besides the pipeline's counters."""
@@ -128,6 +217,16 @@ class BrowserPlugin(WorkerPlugin):
     def teardown(self, worker: Any) -> None:
         if worker is not None:
             unregister(worker)
+            for other in worker.plugins.values():  # another run's browser here keeps its figures
+                if (
+                    isinstance(other, BrowserPlugin)
+                    and other is not self
+                    and other.host is not None
+                ):
+                    register(worker, other.meter)
+            if self.advertised and self.names is not None:  # no more of this run's shards here
+                self.advertised = False
+                worker.loop.add_callback(worker.set_resources, **{self.names.resource: 0.0})
         if self.engines is not None:
             try:
                 self.run(self.engines.close(), timeout=30)
@@ -146,6 +245,27 @@ class BrowserPlugin(WorkerPlugin):
         if self.loop is not None and self.thread is not None:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(timeout=10)
+
+
+def _who(worker: Any) -> dict[str, str]:
+    return {"name": str(worker.name), "address": str(worker.address)}
+
+
+def _why(exc: Exception) -> tuple[str, str]:
+    """One line saying why a worker could not start, and the fix."""
+    text = str(exc).strip()
+    reason = text.splitlines()[0].strip() if text else ""
+    if isinstance(exc, BrowserUnavailable):
+        return reason.replace(f"; {INSTALL_HINT}", ""), f"on that worker's machine, {INSTALL_HINT}"
+    if isinstance(exc, EngineNotReady):
+        return reason, "make engine.url reachable from the workers' machines"
+    if not isinstance(exc, DatagenError):  # Playwright's errors, timeouts, OSError: say the kind
+        reason = f"{type(exc).__name__}: {reason}" if reason else type(exc).__name__
+    fix = str(getattr(exc, "fix", "") or "") or (
+        "check that Chromium starts on that worker's machine (`chromium --headless --version`; "
+        "the worker's log has the browser's own output), or set browser.executable"
+    )
+    return reason, fix
 
 
 def _await_chain(task: asyncio.Task[Any]) -> str:

@@ -1,8 +1,15 @@
-"""The Dask task that runs one shard on a worker's browser loop."""
+"""The Dask task that runs one shard on a worker's browser loop.
+
+It runs only on workers that advertise the run's resource (their browser started). A shard
+whose marker exists when its task starts is not run again: its task returns the marker's
+stats. That happens when Dask runs again a task whose first run committed: the worker holding
+its result was lost before the driver read it.
+"""
 
 from __future__ import annotations
 
 import errno
+import logging
 import math
 from dataclasses import dataclass
 from typing import Any, cast
@@ -12,10 +19,11 @@ from distributed import get_worker
 from datagen.config import PipelineConfig
 from datagen.pipeline import ShardContext, run_shard
 from datagen.records import ShardResult, TaskSpec
-from datagen.runtime.plugin import PLUGIN_NAME, BrowserPlugin
-from datagen.sink.storage import output_storage
+from datagen.runtime.plugin import BrowserPlugin, RunNames
+from datagen.sink.storage import Storage, output_storage
+from datagen.sink.writer import marker_key, parse_marker
 
-PROGRESS_TOPIC = "datagen-progress"
+log = logging.getLogger(__name__)
 
 
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
@@ -29,13 +37,22 @@ class OutputFull:
 
 
 def run_shard_task(
-    shard: int, tasks: list[TaskSpec], config: PipelineConfig, run_id: str
+    shard: int, tasks: list[TaskSpec], config: PipelineConfig, run_id: str, names: RunNames
 ) -> ShardResult | OutputFull:
     """Runs in a worker thread; hands the shard to the browser loop and waits."""
     worker = get_worker()
-    plugin = cast(BrowserPlugin, worker.plugins[PLUGIN_NAME])
-    if plugin.host is None or plugin.sites is None:
-        raise RuntimeError("datagen browser plugin did not start on this worker")
+    storage = output_storage(config.output)
+    who = {"shard": shard, "name": str(worker.name), "address": str(worker.address)}
+    committed = _committed(storage, shard)
+    if committed is not None:
+        log.info("shard %d is committed already: not run again", shard, extra={"shard": shard})
+        worker.log_event(names.topic, {"kind": "shard", "reused": True, **who})
+        return committed
+    plugin = cast(BrowserPlugin | None, worker.plugins.get(names.plugin))
+    if plugin is None or plugin.host is None or plugin.sites is None:
+        why = plugin.failure if plugin is not None and plugin.failure else "it is not set up"
+        raise RuntimeError(f"datagen's browser is not running on worker {worker.name}: {why}")
+    worker.log_event(names.topic, {"kind": "shard", "reused": False, **who})
     host = plugin.host
     if not host.connected or host.episodes >= config.browser.recycle_after_episodes:
         # dead after a crash, or due for recycling (browsers leak under long runs): start afresh
@@ -43,13 +60,13 @@ def run_shard_task(
 
     def on_episode(event: dict[str, Any]) -> None:
         # Called on the browser loop thread; the worker's own loop must send the event.
-        worker.loop.add_callback(worker.log_event, PROGRESS_TOPIC, event)
+        worker.loop.add_callback(worker.log_event, names.topic, event)
 
     ctx = ShardContext(
         config=config,
         run_id=run_id,
         host=plugin.host,
-        storage=output_storage(config.output),
+        storage=storage,
         resolve_url=plugin.sites.resolve,
         on_episode=on_episode,
         engines=plugin.engines,
@@ -75,3 +92,14 @@ def run_shard_task(
         # shard). The message already says what the chain would.
         exc.__cause__ = exc.__context__ = None
         raise
+
+
+def _committed(storage: Storage, shard: int) -> ShardResult | None:
+    """The stats of the shard's marker, when it has a readable one."""
+    key = marker_key(shard)
+    if not storage.exists(key):
+        return None
+    try:
+        return ShardResult.model_validate(parse_marker(storage.get(key), shard)["stats"])
+    except ValueError:  # unreadable (pydantic's ValidationError is one too): run the shard
+        return None

@@ -111,10 +111,18 @@ def _remove_uncommitted_parts(
                 storage.delete(key)
 
 
+def _filled(manifest: dict[str, Any]) -> list[str]:
+    """The tables with rows, in TABLES order."""
+    return [t for t in TABLES if manifest["tables"][t]["rows"]]
+
+
 def dataset_info(manifest: dict[str, Any]) -> str:
-    """The card's `dataset_info` YAML: each table's features and row count, from the schema."""
-    lines = ["dataset_info:"]
-    for table, model in TABLES.items():
+    """The card's `dataset_info` YAML: features and row count of each table that has a config
+    (`_configs`), from the schema."""
+    filled = _filled(manifest)
+    lines = ["dataset_info:" if filled else "dataset_info: []"]
+    for table in filled:
+        model = TABLES[table]
         features = json.loads(arrow_schema(model).metadata[b"huggingface"])["info"]["features"]
         lines += [f"- config_name: {table}", "  features:"]
         for name, feature in features.items():
@@ -160,10 +168,29 @@ def _engine_note(manifest: dict[str, Any]) -> str:
     return f"Model outputs from: {models}."
 
 
+DEFAULT_CONFIG = "steps"  # screenshot → action: what a computer-use model trains on first
+
+
+def _configs(manifest: dict[str, Any]) -> str:
+    """The card's `configs`: one per table that has rows, `steps` the default (else the first
+    with rows), so `load_dataset(<folder>)` needs no name. A table without rows has no config:
+    `datasets` cannot load an empty split ("corresponds to no data"), and the Hub's viewer
+    would show an error for it; the card's counts still list it."""
+    filled = _filled(manifest)
+    default = DEFAULT_CONFIG if DEFAULT_CONFIG in filled else next(iter(filled), None)
+    lines = ["configs:" if filled else "configs: []"]
+    for table in filled:
+        lines += [f"- config_name: {table}", f'  data_files: "{table}/*.parquet"']
+        if table == default:
+            lines.append("  default: true")
+    return "\n".join(lines)
+
+
 def dataset_card(manifest: dict[str, Any]) -> str:
-    """A Hugging Face dataset card: one config per table, counts, provenance."""
+    """A Hugging Face dataset card: a config per table with rows (`steps` the default), counts,
+    provenance."""
     info = dataset_info(manifest)
-    configs = "\n".join(f'- config_name: {t}\n  data_files: "{t}/*.parquet"' for t in TABLES)
+    configs = _configs(manifest)
     counts = "\n".join(
         f"| {t} | {info['rows']} | {len(info['files'])} |" for t, info in manifest["tables"].items()
     )
@@ -173,7 +200,6 @@ def dataset_card(manifest: dict[str, Any]) -> str:
     )
     name = manifest["pipeline"].get("name", "datagen")
     return f"""---
-configs:
 {configs}
 {info}
 tags:

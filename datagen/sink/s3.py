@@ -42,11 +42,17 @@ class S3Storage:
     """Objects under `s3://bucket/prefix/`."""
 
     def __init__(
-        self, uri: str, endpoint_url: str | None = None, multipart_threshold_mb: int = 16
+        self,
+        uri: str,
+        endpoint_url: str | None = None,
+        multipart_threshold_mb: int = 16,
+        client_config: Config | None = None,  # merged over the sink's (retries, pool)
     ) -> None:
         self.uri = uri.rstrip("/")
         self.bucket, self.prefix = split_uri(uri)
         config = Config(retries=RETRIES, max_pool_connections=16)
+        if client_config is not None:
+            config = config.merge(client_config)
         self.client: Any = boto3.session.Session().client(
             "s3", endpoint_url=endpoint_url, config=config
         )

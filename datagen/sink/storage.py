@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
+import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +45,7 @@ class ObjectStat:
     modified: float  # epoch seconds, by the store's clock (a local file's mtime, S3 LastModified)
 
 
-# LocalStorage.put's temp files: "." + the final name + "." + mkstemp's 8 random characters.
+# LocalStorage.put's temp files: "." + the final name + "." + 8 random characters (`_open_temp`).
 TEMP_NAME = re.compile(r"^\.[^/]+\.(parquet|json|md|html)\.[a-z0-9_]{8}$")
 
 
@@ -62,8 +62,7 @@ class LocalStorage:
     def put(self, key: str, data: bytes) -> None:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        # Hidden name: pyarrow datasets and `datasets` skip files starting with "." or "_".
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        fd, tmp = _open_temp(path)
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
@@ -102,7 +101,7 @@ class LocalStorage:
         the name exists (atomic in the kernel), and a reader never sees a partial file."""
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        fd, tmp = _open_temp(path)
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
@@ -135,9 +134,29 @@ class LocalStorage:
         return sorted(self.stat(prefix))
 
 
+TEMP_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_"  # TEMP_NAME's random part, as mkstemp's
+NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
+FILE_MODE = 0o666  # less the process's umask (and as a folder's default ACL says): any new file's
+
+
+def _open_temp(path: Path) -> tuple[int, Path]:
+    """A new hidden temp file beside `path` (pyarrow datasets and `datasets` skip names starting
+    with "." or "_"), open for writing. Created with FILE_MODE, so the kernel gives it the
+    permissions the run's umask allows, as it does any file the user creates: mkstemp's 0600
+    left the output unreadable to a training job running as another user of the group."""
+    for _ in range(100):
+        token = "".join(secrets.choice(TEMP_CHARS) for _ in range(8))
+        tmp = path.parent / f".{path.name}.{token}"
+        try:
+            return os.open(tmp, NEW_FILE, FILE_MODE), tmp
+        except FileExistsError:  # 37**8 names: only a folder full of leftovers gets here twice
+            continue
+    raise FileExistsError(f"no free temp name beside {path}")
+
+
 def _put_exclusive(path: Path, data: bytes) -> bool:
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = os.open(path, NEW_FILE, FILE_MODE)
     except FileExistsError:
         return False
     with os.fdopen(fd, "wb") as fh:

@@ -54,7 +54,13 @@ def parquet_bytes(table: str, rows: Sequence[BaseModel]) -> tuple[bytes, int]:
     for column in image_columns(model):
         compression[column] = "none"  # JPEG/PNG/WebP bytes are compressed already
     sink = io.BytesIO()
-    pq.write_table(arrow, sink, compression=compression, row_group_size=256)
+    with pq.ParquetWriter(sink, schema, compression=compression) as writer:
+        # No rows: a part with the schema and no row group at all. `write_table` would write
+        # one row group of 0 rows, and `datasets` reads each row group in batches of its row
+        # count: "BatchSize must be greater than 0", for the whole table. A part without row
+        # groups it skips; pyarrow, DuckDB and Polars read it as 0 rows.
+        if arrow.num_rows:
+            writer.write_table(arrow, row_group_size=256)
     return sink.getvalue(), arrow.num_rows
 
 

@@ -26,9 +26,18 @@ from datagen.source.readers import (
     read_sites,
     read_urls,
     read_webvoyager,
+    require_sites,
 )
 
-__all__ = ["BUNDLED_SITES", "SITE_SCHEME", "load_tasks", "shard_tasks", "sites_root", "task_key"]
+__all__ = [
+    "BUNDLED_SITES",
+    "SITE_SCHEME",
+    "checked_sites_root",
+    "load_tasks",
+    "shard_tasks",
+    "sites_root",
+    "task_key",
+]
 
 
 def _readers(config: PipelineConfig) -> dict[type, Callable[..., list[TaskSpec]]]:
@@ -86,3 +95,24 @@ def sites_root(config: PipelineConfig) -> Path:
         if isinstance(source, SitesSource) and source.dir:
             return config.resolve(source.dir)
     return BUNDLED_SITES
+
+
+def checked_sites_root(config: PipelineConfig) -> Path:
+    """`sites_root(config)`, checked where it will be served (a worker): it exists, holds sites
+    and every site the pipeline names there. A SourceError with its `fix` otherwise (the
+    worker plugin reports both to the driver)."""
+    root = sites_root(config)
+    named = [
+        name
+        for s in config.sources
+        if isinstance(s, SitesSource)
+        and (config.resolve(s.dir) if s.dir else BUNDLED_SITES) == root
+        for name in s.sites or []
+    ]
+    try:
+        require_sites(root, named or None)
+    except SourceError as exc:
+        raise SourceError(
+            f"this worker cannot serve the pipeline's sites: {exc}", fix=exc.fix
+        ) from None
+    return root

@@ -19,7 +19,8 @@ from datagen.errors import SourceError
 from datagen.loading import FileProblem, read_text
 from datagen.records import TaskSpec
 
-BUNDLED_SITES = Path(__file__).resolve().parents[2] / "sources" / "sites"
+# Package data (pyproject.toml), so that a worker installed from a wheel serves them too.
+BUNDLED_SITES = Path(__file__).resolve().parents[1] / "sites"
 SITE_SCHEME = "site://"
 
 
@@ -116,17 +117,42 @@ def list_sites(root: Path) -> list[str]:
     return sorted(p.parent.name for p in root.glob("*/tasks.jsonl"))
 
 
-def read_sites(root: Path, names: list[str] | None = None) -> list[TaskSpec]:
-    """The bundled sites' tasks; their start URLs are `site://<name>/...`."""
+def require_sites(root: Path, names: list[str] | None = None) -> list[str]:
+    """The sites under `root` (`names`, when given), checked: a missing or empty folder, or a
+    named site it lacks, is a SourceError with the fix. Without this, a worker whose datagen
+    lacks the bundled sites serves 404s and every task ends as `navigation_failed`."""
+    bundled = root == BUNDLED_SITES
+    if bundled:
+        fix = (
+            "this datagen installation lacks its bundled sites (package data in datagen/sites/): "
+            "reinstall datagen from a wheel or sdist built from the repository "
+            "(`pip install datagen-<version>-py3-none-any.whl`), not from a copy of its .py files"
+        )
+    else:
+        fix = (
+            "point the sites source's `dir` at a folder of <site>/tasks.jsonl (+ its pages) "
+            "that exists at that path on the driver and on every worker"
+        )
+    what = "the bundled sites folder" if bundled else "the sites folder"
+    if not root.is_dir():
+        raise SourceError(f"{root}: {what} does not exist", fix=fix)
     available = list_sites(root)
     if not available:
-        raise SourceError(f"{root}: no bundled sites found (expected <site>/tasks.jsonl)")
+        raise SourceError(f"{root}: {what} holds no sites (expected <site>/tasks.jsonl)", fix=fix)
     unknown = sorted(set(names or []) - set(available))
     if unknown:
         raise SourceError(
-            f"unknown site(s) {', '.join(unknown)}; available: {', '.join(available)}"
+            f"unknown site(s) {', '.join(unknown)}; available: {', '.join(available)}",
+            fix="name sites of that folder (a worker's must hold the same sites as the driver's: "
+            "the same datagen version, the same `dir`)",
         )
+    return list(names or available)
+
+
+def read_sites(root: Path, names: list[str] | None = None) -> list[TaskSpec]:
+    """The bundled sites' tasks; their start URLs are `site://<name>/...`."""
+    available = require_sites(root, names)
     tasks: list[TaskSpec] = []
-    for name in names or available:
+    for name in available:
         tasks += read_native(root / name / "tasks.jsonl", source="sites", site=name)
     return tasks

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
+import time
+import urllib.request
 from urllib.parse import urlsplit
 
 import psutil
@@ -69,3 +72,51 @@ def test_an_exposed_dashboard_is_printed_as_exposed() -> None:
         dask_link = client.dashboard_link
     assert bound == {"0.0.0.0"} and parts.hostname == "0.0.0.0", (bound, link)
     assert urlsplit(dask_link).hostname == "127.0.0.1"  # why datagen prints its own
+
+
+def _report_figures(dask_worker) -> None:  # type: ignore[no-untyped-def]
+    """On a worker: a meter with known figures, registered as the browser plugin does."""
+    from datagen.observe.meter import Meter, register
+
+    meter = Meter()
+    meter.gauges["browser"] = lambda: {"browser_memory_mb": 100.0}
+    meter.gauges["engine"] = lambda: {"engine_in_flight": 2.0, "engine_limit": 8.0}
+    meter.add("steps", 7)
+    meter.add("reject:timeout_step", 1)
+    register(dask_worker, meter)
+
+
+def test_datagen_figures_are_readable_on_the_dashboard() -> None:
+    """Dask's Workers page gets datagen's summable figures under short names; `/datagen` has
+    every figure, a total only where one adds up."""
+    from distributed.dashboard.components.scheduler import WorkerTable
+
+    from datagen.observe.meter import HEADLINE
+    from datagen.runtime.dashboard import add_page
+
+    with connect(ClusterConfig(workers=2)) as client:
+        client.run(_report_figures)
+        assert add_page(client) and add_page(client)  # added once, asked twice
+        scheduler = client.cluster.scheduler  # type: ignore[union-attr]
+        deadline = time.monotonic() + 60  # the next heartbeats carry the figures
+        while time.monotonic() < deadline and not all(
+            ws.metrics.get("datagen", {}).get("steps") == 7 for ws in scheduler.workers.values()
+        ):
+            time.sleep(0.2)
+        workers_page = WorkerTable(scheduler)
+        workers_page.update()
+        port = urlsplit(dashboard_link(client)).port
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/datagen", timeout=10) as answer:
+            html = answer.read().decode()
+    ours = [n for n in workers_page.extra_names if n in HEADLINE or "datagen" in n]
+    assert sorted(ours) == sorted(HEADLINE)  # short titles; none cut to "datagen_"
+    data = workers_page.source.data
+    assert data["name"][0] == "Total (2)" and data["browser MB"][0] == 200  # a sum that adds up
+    assert "engine_latency_ms" not in str(workers_page.extra_names)
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", html)
+    cells = [re.findall(r"<t[hd]>(.*?)</t[hd]>", row) for row in rows]
+    head, total = cells[0], next(c for c in cells if c[0] == "total")
+    figures = dict(zip(head, total, strict=True))
+    assert figures["steps"] == "14" and figures["browser MB"] == "200"
+    assert figures["in flight"] == "4" and figures["in-flight limit"] == ""
+    assert ["timeout_step", "1", "1", "2"] in cells  # rejects by reason, per worker

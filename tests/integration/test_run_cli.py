@@ -5,6 +5,7 @@ One reference run is shared by the module; the resume tests compare against it.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.dataset as ds
@@ -112,11 +114,25 @@ def check_dataset(out: Path, width: int, height: int) -> dict[str, list[dict]]: 
         assert 0 <= x1 < x2 <= width and 0 <= y1 < y2 <= height and g["referring_expression"]
     card = yaml.safe_load((out / "README.md").read_text().split("---")[1])
     info = {c["config_name"]: c for c in card["dataset_info"]}
-    for table, table_rows in tables.items():
-        assert info[table]["splits"][0]["num_examples"] == len(table_rows)
+    filled = [t for t in TABLES if tables[t]]  # a table without rows has no config
+    assert list(info) == filled
+    for table in filled:
+        assert info[table]["splits"][0]["num_examples"] == len(tables[table])
     assert {"name": "screenshot", "dtype": "image"} in info["steps"]["features"]
-    assert [c["data_files"] for c in card["configs"]] == [f"{t}/*.parquet" for t in TABLES]
+    assert [c["data_files"] for c in card["configs"]] == [f"{t}/*.parquet" for t in filled]
+    assert [c["config_name"] for c in card["configs"] if c.get("default")] == ["steps"]
+    umask = process_umask()  # every file as readable as the umask lets any new file be
+    modes = {p.stat().st_mode & 0o777 for p in out.rglob("*") if p.is_file()}
+    assert modes == {0o666 & ~umask}, (oct(umask), sorted(map(oct, modes)))
     return tables
+
+
+def process_umask() -> int:
+    """This process's umask (the CLI it starts inherits it), read without changing it."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("Umask:"):
+            return int(line.split()[1], 8)
+    raise AssertionError("no Umask in /proc/self/status")
 
 
 def test_dataset_is_complete_and_consistent(reference: Path) -> None:
@@ -161,6 +177,50 @@ def test_datasets_loads_images(reference: Path) -> None:
         "parquet", data_files=str(reference / "episodes" / "*.parquet"), split="train"
     )
     assert episodes[0]["final_screenshot"].size == (1536, 960)
+
+
+def test_datasets_loads_each_table_of_a_run_with_an_empty_shard(tmp_path: Path) -> None:
+    """One shard whose only task is blocked (no episode: its episodes, steps and grounding
+    parts have no rows) beside one with an episode: `datasets` loads every table through the
+    dataset card, `steps` by default, and the files are readable by the group."""
+    datasets = pytest.importorskip("datasets")
+    (tmp_path / "blocked.jsonl").write_text(
+        json.dumps({"id": "blocked", "start_url": "http://169.254.169.254/", "instruction": "x"})
+        + "\n"
+    )
+    spec = {
+        "name": "empty-shard",
+        "sources": [{"type": "jsonl", "path": "blocked.jsonl"}, {"type": "sites"}],
+        "cluster": {"workers": 1, "sessions_per_worker": 2, "dashboard": "127.0.0.1:0"},
+        "run": {"max_steps": 2, "tasks_per_shard": 1, "limit": 2},
+        "output": {"uri": "unused"},
+    }
+    (tmp_path / "pipeline.yaml").write_text(yaml.safe_dump(spec))
+    out = tmp_path / "out"
+    with umask(0o002):  # a team's: group-writable
+        result = datagen("run", str(tmp_path / "pipeline.yaml"), "--output", str(out))
+    assert result.returncode == 0, result.stdout + result.stderr
+    markers = [json.loads(p.read_text()) for p in (out / "_markers").glob("*.json")]
+    empty = [m for m in markers if not m["stats"].get("episodes")]
+    assert len(markers) == 2 and len(empty) == 1  # one shard with no episode
+    assert {p.stat().st_mode & 0o777 for p in out.rglob("*") if p.is_file()} == {0o664}
+    manifest = json.loads((out / "_manifest.json").read_text())
+    cache = str(tmp_path / "cache")
+    for table in TABLES:
+        loaded = datasets.load_dataset(str(out), table, split="train", cache_dir=cache)
+        assert loaded.num_rows == manifest["tables"][table]["rows"] > 0, table
+    default = datasets.load_dataset(str(out), split="train", cache_dir=cache)
+    assert default.num_rows == manifest["tables"]["steps"]["rows"]
+    assert default[0]["screenshot"].size == (1280, 800)
+
+
+@contextlib.contextmanager
+def umask(mask: int) -> Iterator[None]:
+    before = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(before)
 
 
 def test_rerun_skips_completed_shards(reference: Path, workdir: Path) -> None:

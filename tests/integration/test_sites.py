@@ -1,6 +1,6 @@
-"""Integration tests for the bundled local web apps under ``sources/sites``.
+"""Integration tests for the bundled local web apps under ``datagen/sites``.
 
-For every task in every ``sources/sites/<site>/tasks.jsonl`` this module loads the
+For every task in every ``datagen/sites/<site>/tasks.jsonl`` this module loads the
 site in headless Chromium, checks that the task's success check is false on the
 fresh page, replays a known solution (``tests/fixtures/site_solutions.json``) and
 checks that the success check has become true.  Checks are evaluated the same
@@ -19,11 +19,12 @@ from pathlib import Path
 import pytest
 
 from datagen.browser.launch import find_executable
+from datagen.source import BUNDLED_SITES
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
 
 REPO = Path(__file__).resolve().parents[2]
-SITES_DIR = REPO / "sources" / "sites"
+SITES_DIR = BUNDLED_SITES
 SOLUTIONS_FILE = REPO / "tests" / "fixtures" / "site_solutions.json"
 CHROMIUM = find_executable(None, None)
 CHROMIUM_ARGS = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pickle
 import time
 
-from datagen.observe.meter import Meter, register, unregister
+from datagen.observe.meter import HEADLINE, Meter, register, unregister
 
 
 class FakeWorker:  # only the attribute Dask's Worker offers for custom metrics
@@ -27,19 +27,45 @@ def test_rates_over_the_window_gauges_and_rejects() -> None:
     assert figures["rejects_occluded"] == 2 and figures["rejects"] == 2 and figures["steps"] == 30
 
 
-def test_registered_as_numeric_worker_metrics_and_pickles_empty() -> None:
+def test_registered_as_one_dict_and_short_numeric_headlines_and_pickles_empty() -> None:
     meter = Meter()
     meter.add("steps", 5)
     worker = FakeWorker()
     register(worker, meter)
-    assert worker.metrics["datagen_steps"](worker) == 5
-    assert all(isinstance(f(worker), float | int) for f in worker.metrics.values())
-    # every reject reason has its entry from the start: the dict never grows during a run
-    assert worker.metrics["datagen_rejects_renderer_crash"](worker) == 0
+    figures = worker.metrics["datagen"](worker)
+    assert figures["steps"] == 5
+    # every reject reason has its entry from the start: the set never grows during a run
+    assert figures["rejects_renderer_crash"] == 0
+    # Dask's Workers page: numbers only, short keys (its column titles), summable figures
+    headlines = {k: f(worker) for k, f in worker.metrics.items() if k != "datagen"}
+    assert set(headlines) == set(HEADLINE) and "steps/s" in headlines
+    assert all(isinstance(v, float | int) and len(k) <= 16 for k, v in headlines.items())
+    assert not {"engine_latency_ms", "engine_limit"} & set(HEADLINE.values())
     again = Meter()  # a plugin registered again: its meter replaces the old one's
     register(worker, again)
-    assert worker.metrics["datagen_steps"](worker) == 0
+    assert worker.metrics["datagen"](worker)["steps"] == 0
     worker.metrics["other"] = lambda w: 1
     unregister(worker)
     assert list(worker.metrics) == ["other"]
     assert pickle.loads(pickle.dumps(meter)).counts() == {}
+
+
+def test_the_datagen_page_totals_only_what_adds_up() -> None:
+    from datagen.runtime.dashboard import page, reject_table, table
+
+    workers = {
+        "0": {"steps_per_s": 2.0, "engine_requests_per_s": 1.0, "engine_latency_ms": 100.0,
+              "engine_limit": 8.0, "browser_memory_mb": 300.0, "rejects_timeout_step": 2.0},
+        "1": {"steps_per_s": 3.5, "engine_requests_per_s": 3.0, "engine_latency_ms": 200.0,
+              "engine_limit": 8.0, "browser_memory_mb": 250.0, "rejects_timeout_step": 1.0},
+    }  # fmt: skip
+    headers, rows = table(workers)
+    assert headers == ["worker", "steps/s", "browser MB", "engine req/s", "engine ms (mean)",
+                       "in-flight limit"]  # fmt: skip
+    assert rows[-1] == ["total", "5.50", "550", "4", "175", ""]  # mean weighted by requests
+    assert reject_table(workers) == (
+        ["reason", "0", "1", "total"],
+        [["timeout_step", "2", "1", "3"]],
+    )
+    html = page({"<b>": workers["0"]})
+    assert "&lt;b&gt;" in html and "<b>" not in html  # worker names are escaped

@@ -1,0 +1,153 @@
+"""datagen's page on the Dask dashboard: `/datagen`, every live figure per worker under a short
+name, with a total row only where a total means something.
+
+    worker heartbeat ─► scheduler: ws.metrics["datagen"] (Meter.figures(), one dict per worker)
+    GET /datagen     ─► page(): one row per worker, the totals, rejects by reason (HTML that
+                        reloads itself every 2 s; no script, nothing fetched from elsewhere)
+
+Dask's own Workers page shows each numeric worker metric as a column titled by its key, in
+columns too narrow for long keys, with a total row that sums every column: a sum of per-worker
+mean latencies or of limits is no figure at all. So the meter gives that page only the
+figures a sum suits, under short keys (`observe.meter.HEADLINE`), and everything else lives
+here. The page is added to the running scheduler from the driver (`add_page`); a scheduler
+that cannot import datagen simply has no such page.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from distributed import Client
+from distributed.http.utils import RequestHandler
+
+from datagen.observe.meter import METRIC, REASONS
+
+log = logging.getLogger(__name__)
+PATH = "datagen"
+REFRESH_S = 2
+
+# figure → (header, total): "sum" (rates, counts, memory, requests in flight), "mean" (the
+# request-weighted mean of per-worker means), "" (none: a limit is each worker's own)
+COLUMNS: dict[str, tuple[str, str]] = {
+    "steps_per_s": ("steps/s", "sum"),
+    "screenshots_per_s": ("screenshots/s", "sum"),
+    "episodes_per_s": ("episodes/s", "sum"),
+    "steps": ("steps", "sum"),
+    "episodes": ("episodes", "sum"),
+    "rejects": ("rejects", "sum"),
+    "browser_sessions": ("sessions", "sum"),
+    "browser_memory_mb": ("browser MB", "sum"),
+    "engine_requests_per_s": ("engine req/s", "sum"),
+    "engine_tokens_per_s": ("engine tokens/s", "sum"),
+    "engine_latency_ms": ("engine ms (mean)", "mean"),
+    "engine_in_flight": ("in flight", "sum"),
+    "engine_limit": ("in-flight limit", ""),
+    "engine_queued": ("queued", "sum"),
+}
+
+
+def table(workers: Mapping[str, Mapping[str, float]]) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows (workers by name, then "total") of the figures any worker has."""
+    shown = [k for k in COLUMNS if any(k in figures for figures in workers.values())]
+    rows = [[name] + [_number(figures.get(k)) for k in shown] for name, figures in workers.items()]
+    total = ["total"] + [_number(_total(k, workers)) for k in shown]
+    return ["worker"] + [COLUMNS[k][0] for k in shown], [*rows, total]
+
+
+def _total(key: str, workers: Mapping[str, Mapping[str, float]]) -> float | None:
+    how = COLUMNS[key][1]
+    values = [(f.get(key), f) for f in workers.values() if f.get(key) is not None]
+    if how == "sum":
+        return sum(v for v, _ in values if v is not None)
+    if how == "mean":  # each worker's mean over its own requests: weight by those requests
+        weights = [(v, f.get("engine_requests_per_s") or 0.0) for v, f in values]
+        requests = sum(w for _, w in weights)
+        return sum(v * w for v, w in weights if v is not None) / requests if requests else None
+    return None
+
+
+def reject_table(workers: Mapping[str, Mapping[str, float]]) -> tuple[list[str], list[list[str]]]:
+    """Rejects by reason (those that occurred), a column per worker and the total."""
+    names = list(workers)
+    rows = []
+    for reason in REASONS:
+        counts = [workers[n].get("rejects_" + reason, 0.0) for n in names]
+        if any(counts):
+            rows.append([reason, *map(_number, counts), _number(sum(counts))])
+    return ["reason", *names, "total"], rows
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return ""
+    return f"{value:,.0f}" if value == int(value) or abs(value) >= 100 else f"{value:,.2f}"
+
+
+def figures_by_worker(scheduler: Any) -> dict[str, dict[str, float]]:
+    """Worker name → its datagen figures, from the scheduler's last heartbeats."""
+    out = {}
+    for ws in sorted(scheduler.workers.values(), key=lambda ws: str(ws.name)):
+        figures = ws.metrics.get(METRIC)
+        if isinstance(figures, dict):
+            out[str(ws.name)] = {k: float(v) for k, v in figures.items()}
+    return out
+
+
+def page(workers: Mapping[str, Mapping[str, float]]) -> str:
+    """The whole HTML page."""
+    headers, rows = table(workers)
+    reasons = reject_table(workers)
+    body = _html_table(headers, rows, total=True) if workers else "<p>no worker reports yet</p>"
+    if reasons[1]:
+        body += "<h2>rejects by reason</h2>" + _html_table(*reasons, total=False)
+    return f"""<!doctype html><html><head><meta charset="utf-8">
+<meta http-equiv="refresh" content="{REFRESH_S}"><title>datagen</title><style>
+body {{ font: 14px system-ui, sans-serif; margin: 1.5em; }}
+table {{ border-collapse: collapse; }}
+th, td {{ padding: 3px 10px; border-bottom: 1px solid #ddd; text-align: right; }}
+th:first-child, td:first-child {{ text-align: left; }}
+tr.total td {{ font-weight: bold; border-top: 2px solid #888; }}
+</style></head><body><h1>datagen</h1>
+<p>Per worker: rates over the last 10 s, counts since the worker's browser started, gauges now.
+The total row sums what adds up; the engine's mean latency is weighted by requests; limits
+have no total. <a href="status">Dask dashboard</a></p>
+{body}</body></html>"""
+
+
+def _html_table(headers: list[str], rows: list[list[str]], total: bool) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    lines = []
+    for i, row in enumerate(rows):
+        cls = ' class="total"' if total and i == len(rows) - 1 else ""
+        lines.append(f"<tr{cls}>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>")
+    return f"<table><tr>{head}</tr>{''.join(lines)}</table>"
+
+
+class DatagenPage(RequestHandler):
+    """GET /datagen on the scheduler's HTTP server."""
+
+    def get(self) -> None:
+        self.set_header("Content-Type", "text/html; charset=utf-8")
+        self.write(page(figures_by_worker(self.server)))
+
+
+def _add(dask_scheduler: Any) -> bool:
+    """On the scheduler: route /datagen to the page, once."""
+    app = dask_scheduler.http_application
+    if not getattr(app, "datagen_page", False):
+        app.add_handlers(r".*$", [(f"/{PATH}", DatagenPage, {"dask_server": dask_scheduler})])
+        app.datagen_page = True
+    return True
+
+
+def add_page(client: Client) -> bool:
+    """Add the page to the cluster's scheduler; False (and a log line) where it cannot be (a
+    scheduler without datagen installed)."""
+    try:
+        return bool(client.run_on_scheduler(_add))
+    except Exception as exc:
+        log.info("no /%s page on the dashboard: %s", PATH, exc)
+        return False
