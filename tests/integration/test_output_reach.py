@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -221,7 +222,8 @@ def test_a_worker_reaching_s3_at_another_endpoint_is_refused(
         cluster.worker("same-store")
         cluster.worker("other-store", env={**os.environ, "AWS_ENDPOINT_URL_S3": elsewhere})
         cluster.wait(2)
-        path = pipeline(tmp_path, cluster.address, "s3://datagen-test/runs/r")
+        prefix = f"reach-{uuid.uuid4().hex[:8]}"  # the bucket is shared with other tests
+        path = pipeline(tmp_path, cluster.address, f"s3://datagen-test/{prefix}")
         result = datagen("run", str(path), cwd=tmp_path)
         said = " ".join(result.stderr.split())
         assert result.returncode == 2, result.stdout + result.stderr
@@ -230,9 +232,11 @@ def test_a_worker_reaching_s3_at_another_endpoint_is_refused(
             "other-store (tcp://127.0.0.1:"
         ) in said, said
         assert "same-store" not in said and not cluster.browsers()
-        listing = boto3.client("s3", endpoint_url=here).list_objects_v2(Bucket="datagen-test")
+        listing = boto3.client("s3", endpoint_url=here).list_objects_v2(
+            Bucket="datagen-test", Prefix=f"{prefix}/"
+        )
         keys = [o["Key"] for o in listing.get("Contents", [])]
-        assert keys == ["runs/r/_run.json"]  # the probes are gone
+        assert keys == [f"{prefix}/_run.json"]  # the probes are gone
 
 
 def test_a_missing_bucket_or_endpoint_is_refused_before_dask_starts(
