@@ -230,7 +230,9 @@ class _ClusterRun:
         try:
             self.watch.wait_joined()  # bounded: a scheduler without workers is an error
             check_output_reach(client, self.config.output)  # every worker writes this output
-            add_page(client)  # /datagen on the dashboard: every live figure, readable
+            if add_page(client) and self.summary.dashboard:  # every live figure, readable
+                page = self.summary.dashboard.rsplit("/", 1)[0] + "/datagen"
+                log.info("datagen's live figures per worker: %s", page)
             plugin = BrowserPlugin(
                 self.config,
                 workers=_worker_count(client, self.config.cluster),
