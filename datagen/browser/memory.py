@@ -30,6 +30,7 @@ import logging
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import psutil
 from playwright.async_api import CDPSession, Frame, Page
@@ -78,7 +79,8 @@ class PageMemory:
         self._ours = ours  # the browser's processes: only those are ever read or killed
         self._renderers: list[psutil.Process] = []
         self._stale = True  # a frame navigated since the renderers were looked up
-        self._moved = True  # the main frame did: traced at once (subframes wait for REMAP_S)
+        self._moved = True  # the main frame changed origin: traced at once (else REMAP_S)
+        self._origin = ""  # the main frame's origin when last seen
         self._traced = 0.0
         self._crashed = False  # its renderer is gone: nothing left to measure
         self.exceeded: PageMemoryExceeded | None = None
@@ -86,8 +88,17 @@ class PageMemory:
         page.on("crash", self._crash)
 
     def _navigated(self, frame: Frame) -> None:
-        self._stale = True
-        self._moved = self._moved or frame.parent_frame is None
+        """Only a change of origin can move the main frame to another renderer (a same-origin
+        navigation, or a same-document one such as an app's pushState, which Playwright also
+        reports, keeps it; should Chromium still swap it, the known renderer is gone and
+        `measure` looks again). A subframe may move whenever it navigates."""
+        if frame.parent_frame is not None:
+            self._stale = True
+            return
+        origin = _origin(frame.url)
+        if origin != self._origin:
+            self._origin = origin
+            self._stale = self._moved = True
 
     def _crash(self, _: Page) -> None:
         self._crashed = True
@@ -121,6 +132,8 @@ class PageMemory:
     async def measure(self) -> tuple[float, str]:
         """(MB, what was measured): its renderer processes' private memory, else its heap."""
         renderers = [p for p in self._renderers if p.is_running()]
+        if not renderers and self._renderers:  # swapped under us: look again
+            self._stale = self._moved = True
         if self._stale and (self._moved or time.monotonic() - self._traced >= REMAP_S):
             await self._find_renderers()
             renderers = [p for p in self._renderers if p.is_running()]
@@ -182,6 +195,15 @@ async def _frame_pids(cdp: CDPSession) -> set[int]:
         cdp.remove_listener("Tracing.dataCollected", collected)
         cdp.remove_listener("Tracing.tracingComplete", complete)
     return {int(f["processId"]) for f in frames if f.get("processId")}
+
+
+def _origin(url: str) -> str:
+    """scheme://host:port of a URL (the whole text for one that does not parse)."""
+    try:
+        parts = urlsplit(url)
+        return f"{parts.scheme}://{parts.netloc}"
+    except ValueError:
+        return url
 
 
 def _private_mb(process: psutil.Process) -> float:
