@@ -22,6 +22,8 @@ from typing import Any
 
 import psutil
 
+from tests.conftest import closed_port
+
 DASK = str(Path(sys.executable).parent / "dask")
 START_S = 90.0  # a cold start of a worker process on a loaded 2-core machine
 
@@ -32,20 +34,25 @@ class ProcessCluster:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.address = ""
+        self._file = root / "scheduler" / "scheduler.json"
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
     def __enter__(self) -> ProcessCluster:
+        """Starts the scheduler on a port chosen here and returns at once: workers added now
+        start while it does (they connect once it listens); `wait_up` waits for it."""
         folder = self.folder("scheduler")
-        file = folder / "scheduler.json"
+        self.address = f"tcp://127.0.0.1:{closed_port()}"
         self._start(
             "scheduler",
-            [DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--dashboard-address",
-             "127.0.0.1:0", "--scheduler-file", str(file)],
+            [DASK, "scheduler", "--host", "127.0.0.1", "--port", self.address.rsplit(":", 1)[1],
+             "--dashboard-address", "127.0.0.1:0", "--scheduler-file", str(self._file)],
             folder,
         )  # fmt: skip
-        self._wait(lambda: _address(file), "the scheduler's address file")
-        self.address = _address(file)
         return self
+
+    def wait_up(self) -> None:
+        """Block until the scheduler listens at `address` (it has written its address file)."""
+        self._wait(lambda: _address(self._file) == self.address, "the scheduler's address file")
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -76,6 +83,7 @@ class ProcessCluster:
         """Block until `n` workers have joined; their scheduler_info entries by address."""
         from distributed import Client
 
+        self.wait_up()
         with Client(self.address, timeout=30) as client:
             client.wait_for_workers(n, timeout=START_S)
             return dict(client.scheduler_info(n_workers=-1)["workers"])
@@ -122,8 +130,10 @@ class ProcessCluster:
     def _wait(self, condition: Any, what: str) -> None:
         deadline = time.monotonic() + START_S
         while not condition():
+            scheduler = self.procs["scheduler"]
+            assert scheduler.poll() is None, f"the scheduler exited: {self.log('scheduler')}"
             assert time.monotonic() < deadline, f"never happened: {what}"
-            time.sleep(0.1)
+            time.sleep(0.05)
 
 
 def _is_chromium(process: psutil.Process) -> bool:

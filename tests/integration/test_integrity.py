@@ -3,14 +3,16 @@ bundled sites), then its committed parts are damaged the ways disks, people and 
 them: a flipped byte in a screenshot part, a truncated part, two shards' parts swapped, a
 deleted part, a truncated marker. `datagen verify` names each shard and what is wrong; a rerun
 redoes exactly those shards (by size; `--verify` adds the sha256) and ends complete and clean.
-The same on moto's S3 server over HTTP, and the sink's S3 pieces (sizes from listings,
-conditional PUT claims, aborting unfinished uploads) against it."""
+The same on moto's S3 server over HTTP (the run's output uploaded there, damaged, verified and
+rerun on S3), and the sink's S3 pieces (sizes from listings, conditional PUT claims, aborting
+unfinished uploads) against it. The run is made once per module; each test damages a copy."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import shutil
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -45,12 +47,24 @@ def pipeline_file(folder: Path, limit: int) -> Path:
         "name": "integrity",
         "sources": [{"type": "sites"}],
         "cluster": {"workers": 1, "sessions_per_worker": 2, "dashboard": ":0"},
-        "run": {"max_steps": 2, "tasks_per_shard": 1, "limit": limit, "seed": 3},
+        "run": {"max_steps": 1, "tasks_per_shard": 1, "limit": limit, "seed": 3},
         "output": {"uri": "unused"},
     }
     path = folder / "integrity.yaml"
     path.write_text(yaml.safe_dump(spec))
     return path
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real run of the 7-task pipeline (LocalCluster, Chromium, the bundled sites), made
+    once: each test damages its own copy of it, on disk or on S3 (the run id does not depend
+    on where the output goes, so a rerun on the copy resumes it)."""
+    folder = tmp_path_factory.mktemp("integrity")
+    out = folder / "out"
+    first = datagen("run", str(pipeline_file(folder, limit=7)), "--output", str(out))
+    assert first.returncode == 0, first.stdout + first.stderr
+    return out
 
 
 def redone(stdout: str) -> dict[int, str]:
@@ -74,10 +88,9 @@ def each_task_once(out: Path, tasks: int) -> None:
 @pytest.mark.browser
 @pytest.mark.cluster
 @pytest.mark.slow
-def test_damaged_shards_are_found_and_redone(tmp_path: Path) -> None:
+def test_damaged_shards_are_found_and_redone(tmp_path: Path, base: Path) -> None:
     pipeline, out, tasks = pipeline_file(tmp_path, limit=7), tmp_path / "out", 7
-    first = datagen("run", str(pipeline), "--output", str(out))
-    assert first.returncode == 0, first.stdout + first.stderr
+    shutil.copytree(base, out)  # the first run's output
     assert datagen("verify", str(out)).stdout.strip().startswith("ok: 7 shards, 28 parts")
 
     steps = {s: out / part_key("steps", s) for s in range(7)}
@@ -138,13 +151,14 @@ def test_damaged_shards_are_found_and_redone(tmp_path: Path) -> None:
 @pytest.mark.cluster
 @pytest.mark.slow
 def test_damaged_shards_on_s3_are_found_and_redone(
-    tmp_path: Path, endpoint: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, base: Path, endpoint: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", endpoint)
-    pipeline, uri, prefix = pipeline_file(tmp_path, limit=3), f"s3://{BUCKET}/runs/i", "runs/i/"
-    first = datagen("run", str(pipeline), "--output", uri)
-    assert first.returncode == 0, first.stdout + first.stderr
+    pipeline, uri, prefix = pipeline_file(tmp_path, limit=7), f"s3://{BUCKET}/runs/i", "runs/i/"
     s3 = boto3.client("s3", endpoint_url=endpoint)
+    for path in sorted(p for p in base.rglob("*") if p.is_file()):  # the first run's output
+        key = prefix + path.relative_to(base).as_posix()
+        s3.put_object(Bucket=BUCKET, Key=key, Body=path.read_bytes())
     key0, key1 = prefix + part_key("steps", 0), prefix + part_key("steps", 1)
     data = bytearray(s3.get_object(Bucket=BUCKET, Key=key0)["Body"].read())
     data[len(data) // 2] ^= 0xFF
@@ -165,7 +179,7 @@ def test_damaged_shards_on_s3_are_found_and_redone(
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert sorted(redone(rerun.stdout)) == [0, 1], rerun.stdout
     clean = datagen("verify", uri, "--endpoint-url", endpoint)
-    assert clean.returncode == 0 and clean.stdout.startswith("ok: 3 shards, 12 parts verified")
+    assert clean.returncode == 0 and clean.stdout.startswith("ok: 7 shards, 28 parts verified")
 
 
 def reject(shard: int) -> RejectRow:

@@ -80,15 +80,22 @@ class Cluster:
             client.wait_for_workers(workers, timeout=120)
 
     def close(self) -> None:
-        for proc in reversed(self.procs.values()):
+        """The workers first, then the scheduler: a worker still closing when the scheduler
+        has gone retries its heartbeat for Dask's 30 s connect timeout before it exits."""
+        workers = [proc for name, proc in self.procs.items() if name != "scheduler"]
+        for proc in workers:
             if proc.poll() is None:
                 proc.terminate()
-        for proc in self.procs.values():
+        for proc in workers:
             try:
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, 9)
                 proc.wait()
+        scheduler = self.procs["scheduler"]  # it holds nothing to save: killed, not waited on
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(scheduler.pid, 9)
+        scheduler.wait()
 
     def browsers(self) -> list[str]:
         """Chromium processes under the workers."""
@@ -119,7 +126,7 @@ def pipeline(folder: Path, address: str, out: Path | str) -> Path:
         "name": "remote-output",
         "sources": [{"type": "sites"}],
         "cluster": {"address": address, "sessions_per_worker": 1},
-        "run": {"max_steps": 2, "limit": 1, "tasks_per_shard": 1},
+        "run": {"max_steps": 1, "limit": 1, "tasks_per_shard": 1},
         "output": {"uri": str(out)},
     }
     path = folder / "pipeline.yaml"
@@ -187,7 +194,8 @@ def test_a_folder_every_worker_sees_runs(cluster: Cluster, tmp_path: Path) -> No
 @contextlib.contextmanager
 def other_store(folder: Path) -> Iterator[str]:
     """A second S3 server, in its own process: moto's stores are per process, so two servers
-    in this one would share their buckets."""
+    in this one would share their buckets. Yields its URL at once: `listening` waits for it
+    (the workers start meanwhile)."""
     port = closed_port()
     with (folder / "moto.log").open("wb") as log:
         server = subprocess.Popen(
@@ -196,15 +204,19 @@ def other_store(folder: Path) -> Iterator[str]:
             stderr=subprocess.STDOUT,
         )
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
-                break
-            time.sleep(0.2)
         yield f"http://127.0.0.1:{port}"
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def listening(url: str) -> None:
+    port = int(url.rsplit(":", 1)[1])
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+            return
+        time.sleep(0.1)
 
 
 def test_a_worker_reaching_s3_at_another_endpoint_is_refused(
@@ -221,6 +233,7 @@ def test_a_worker_reaching_s3_at_another_endpoint_is_refused(
         monkeypatch.setenv("AWS_ENDPOINT_URL_S3", here)
         cluster.worker("same-store")
         cluster.worker("other-store", env={**os.environ, "AWS_ENDPOINT_URL_S3": elsewhere})
+        listening(elsewhere)
         cluster.wait(2)
         prefix = f"reach-{uuid.uuid4().hex[:8]}"  # the bucket is shared with other tests
         path = pipeline(tmp_path, cluster.address, f"s3://datagen-test/{prefix}")

@@ -33,14 +33,16 @@ pytestmark = [pytest.mark.browser, pytest.mark.cluster, pytest.mark.slow]
 RUN_S = 300  # the longest a run may take here before the test gives up on it
 
 
-def pipeline_file(folder: Path, address: str, limit: int, **browser: Any) -> Path:
+def pipeline_file(
+    folder: Path, address: str, limit: int, wait_s: float = 5, steps: int = 2, **browser: Any
+) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     spec = {
         "name": folder.name,
         "sources": [{"type": "sites"}],
         "browser": browser,
-        "cluster": {"address": address, "sessions_per_worker": 2, "wait_for_workers_s": 5},
-        "run": {"max_steps": 2, "tasks_per_shard": 1, "limit": limit, "seed": 3},
+        "cluster": {"address": address, "sessions_per_worker": 2, "wait_for_workers_s": wait_s},
+        "run": {"max_steps": steps, "tasks_per_shard": 1, "limit": limit, "seed": 3},
         "output": {"uri": str(folder / "out")},
     }
     path = folder / "pipeline.yaml"
@@ -134,7 +136,7 @@ def test_two_runs_on_one_scheduler_each_get_their_own_rows(tmp_path: Path) -> No
             cluster.add_worker(name)
         cluster.wait_for_workers(2)
         pipelines = {
-            run: pipeline_file(tmp_path / run, cluster.address, limit=3,
+            run: pipeline_file(tmp_path / run, cluster.address, limit=3, steps=1,
                                viewport={"width": w, "height": h})
             for run, (w, h) in viewports.items()
         }  # fmt: skip
@@ -232,12 +234,13 @@ def test_workers_that_cannot_work_take_no_shard(tmp_path: Path, chromium: str) -
     """The pipeline names `browser.executable: bin/chromium`: the good worker's machine has it
     in its working folder, the other worker's machine has no Chromium there."""
     with ProcessCluster(tmp_path / "machines") as cluster:
-        # no worker at all: a bounded wait, then one line
-        empty = pipeline_file(tmp_path / "empty", cluster.address, limit=2)
+        # no worker at all: a bounded wait (what this run waits on: 1 s), then one line
+        cluster.wait_up()
+        empty = pipeline_file(tmp_path / "empty", cluster.address, limit=2, wait_s=1)
         log = finish(start_run(empty), empty)
         assert "waiting for workers" in log and "Traceback" not in log
         assert re.search(
-            r"error: no Dask worker has joined tcp://[\d.:]+ for 5s\. fix: start workers", log
+            r"error: no Dask worker has joined tcp://[\d.:]+ for 1s\. fix: start workers", log
         ), log[-3000:]
 
         good = cluster.folder("good")

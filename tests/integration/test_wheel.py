@@ -19,7 +19,6 @@ import signal
 import subprocess
 import sys
 import sysconfig
-import time
 from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path
@@ -27,6 +26,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.conftest import closed_port
 from tests.unit.test_deploy import dockerfile
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster, pytest.mark.browser]
@@ -122,41 +122,33 @@ def cluster(fresh: Path) -> Iterator[str]:
     cmd = next(json.loads(rest) for word, rest in dockerfile() if word == "CMD")
     assert cmd[:2] == ["dask", "worker"]
     home = fresh.parent
-    scheduler_file = home / "scheduler.json"
     logs = [open(home / name, "w") for name in ("scheduler.log", "worker.log")]  # noqa: SIM115
-    scheduler = ["dask", "scheduler", "--host", "127.0.0.1", "--port", "0"]
-    scheduler += ["--scheduler-file", str(scheduler_file), "--dashboard-address", "127.0.0.1:0"]
+    address = f"tcp://127.0.0.1:{closed_port()}"  # known now: both start at once
+    scheduler = ["dask", "scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1]]
+    scheduler += ["--dashboard-address", "127.0.0.1:0"]
     procs = [
         subprocess.Popen(
-            scheduler,
+            command,
             cwd=home,
-            env=_env(fresh),
-            stdout=logs[0],
+            env=_env(fresh, **extra),
+            stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        for command, extra, log in (
+            (scheduler, {}, logs[0]),
+            ([*cmd, "--host", "127.0.0.1"], {"DASK_SCHEDULER_ADDRESS": address}, logs[1]),
+        )
     ]
     try:
-        deadline = time.monotonic() + 60
-        while not scheduler_file.exists():
-            assert time.monotonic() < deadline, (home / "scheduler.log").read_text()
-            time.sleep(0.2)
-        time.sleep(0.2)  # written whole: a JSON reader may see it mid-write otherwise
-        address = json.loads(scheduler_file.read_text())["address"]
-        procs.append(
-            subprocess.Popen(
-                [*cmd, "--host", "127.0.0.1"],
-                cwd=home,
-                env=_env(fresh, DASK_SCHEDULER_ADDRESS=address),
-                stdout=logs[1],
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        )
         from distributed import Client
 
-        with Client(address, timeout=30) as client:
-            client.wait_for_workers(1, timeout=60)
+        try:
+            with Client(address, timeout=60) as client:  # retries until the scheduler listens
+                client.wait_for_workers(1, timeout=60)
+        except (OSError, TimeoutError) as exc:
+            said = "".join((home / name).read_text() for name in ("scheduler.log", "worker.log"))
+            raise AssertionError(said) from exc
         yield address
     finally:
         for proc in reversed(procs):
@@ -180,7 +172,7 @@ def _pipeline(folder: Path, sites: str | None = None) -> Path:
         "name": "wheel-worker",
         "sources": [source],
         "cluster": {"sessions_per_worker": 3},  # --address comes from the command line
-        "run": {"max_steps": 3, "limit": 4, "tasks_per_shard": 2},
+        "run": {"max_steps": 1, "limit": 4, "tasks_per_shard": 2},
         "output": {"uri": "unused"},
     }
     path = folder / "pipeline.yaml"
