@@ -61,14 +61,11 @@ class LocalStorage:
 
     def put(self, key: str, data: bytes) -> None:
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = _open_temp(path)
+        tmp = _write_temp(path, data)
         try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
             os.replace(tmp, path)
         except BaseException:
-            Path(tmp).unlink(missing_ok=True)
+            tmp.unlink(missing_ok=True)
             raise
 
     def get(self, key: str) -> bytes:
@@ -100,20 +97,16 @@ class LocalStorage:
         """Write the whole file to a temp name, then hard-link it to its name: `link` fails if
         the name exists (atomic in the kernel), and a reader never sees a partial file."""
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = _open_temp(path)
+        tmp = _write_temp(path, data)
         try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                return False
-            except OSError:  # a file system without hard links: create-exclusive, then write
-                return _put_exclusive(path, data)
-            return True
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        except OSError:  # a file system without hard links: create-exclusive, then write
+            return _put_exclusive(path, data)
         finally:
-            Path(tmp).unlink(missing_ok=True)
+            tmp.unlink(missing_ok=True)
+        return True
 
     def remove_temp(self, older_than_s: float) -> list[str]:
         """Remove `put`'s temp files older than `older_than_s` (left by a killed write)."""
@@ -152,6 +145,20 @@ def _open_temp(path: Path) -> tuple[int, Path]:
         except FileExistsError:  # 37**8 names: only a folder full of leftovers gets here twice
             continue
     raise FileExistsError(f"no free temp name beside {path}")
+
+
+def _write_temp(path: Path, data: bytes) -> Path:
+    """`data` written whole to a new temp file beside `path` (its folder made if need be); the
+    temp file is removed again if the write fails (a full disk, say)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = _open_temp(path)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
 
 
 def _put_exclusive(path: Path, data: bytes) -> bool:
