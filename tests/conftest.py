@@ -44,6 +44,30 @@ def set_up(plugin: Any) -> Iterator[Any]:
         plugin.teardown(worker=None)
 
 
+async def run_shard_with_engines(
+    plugin: Any, config: PipelineConfig, out: Path, shard: int, tasks: list[Any]
+) -> Any:
+    """run_shard on a set-up plugin's browser with the config's engine roles started (and
+    closed after), writing to `out`: a shard as a worker runs it, without Dask."""
+    from datagen.engine.roles import Engines, roles_for
+    from datagen.pipeline import ShardContext, run_shard
+    from datagen.sink.storage import LocalStorage
+
+    engines = Engines(config.engine, roles_for(config))
+    await engines.start()
+    try:
+        ctx = ShardContext(
+            config=config,
+            run_id="r",
+            host=plugin.host,
+            storage=LocalStorage(out),
+            engines=engines,
+        )
+        return await run_shard(shard, tasks, ctx)
+    finally:
+        await engines.close()
+
+
 def make_config(tmp_path: Path, **overrides: object) -> PipelineConfig:
     """A valid pipeline config with small defaults; sections given as dicts replace defaults."""
     data: dict[str, object] = {

@@ -13,12 +13,11 @@ import pytest
 
 from datagen.browser.session import BrowserHost, NavigationFailed
 from datagen.config import BrowserConfig
-from datagen.engine.roles import Engines, roles_for
 from datagen.engine.sim import SimConfig, SimServer
 from datagen.pipeline import ShardContext, run_shard
 from datagen.records import Goto, TaskSpec
 from datagen.sink.storage import LocalStorage
-from tests.conftest import make_config
+from tests.conftest import make_config, run_shard_with_engines
 from tests.integration.test_pipeline import read
 
 pytestmark = pytest.mark.browser
@@ -113,22 +112,10 @@ def test_a_model_sending_the_browser_to_malformed_urls_does_not_kill_the_shard(
             run={"max_steps": 6},
         )
 
-        async def scenario():  # type: ignore[no-untyped-def]
-            engines = Engines(config.engine, roles_for(config))
-            await engines.start()
-            try:
-                ctx = ShardContext(
-                    config=config,
-                    run_id="r",
-                    host=browser_plugin.host,
-                    storage=LocalStorage(tmp_path / "out"),
-                    engines=engines,
-                )
-                return await run_shard(5, tasks(pages.base_url), ctx)
-            finally:
-                await engines.close()
-
-        result = browser_plugin.run(scenario(), timeout=180)
+        shard = run_shard_with_engines(
+            browser_plugin, config, tmp_path / "out", 5, tasks(pages.base_url)
+        )
+        result = browser_plugin.run(shard, timeout=180)
     episodes, ended = outcome(tmp_path / "out", 5)
     assert result.tasks == 7 and set(episodes) == {"good-0", "good-1"}
     assert set(ended) == {f"bad-{i}" for i in range(5)}

@@ -9,12 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from datagen.cli import app
-from datagen.engine.roles import Engines, roles_for
 from datagen.engine.sim import SimConfig, SimServer
-from datagen.pipeline import ShardContext, run_shard
 from datagen.records import Click, TaskSpec
-from datagen.sink.storage import LocalStorage
-from tests.conftest import make_config
+from tests.conftest import make_config, run_shard_with_engines
 from tests.integration.test_pipeline import read
 
 pytestmark = pytest.mark.browser
@@ -39,22 +36,9 @@ def test_round_trip_keeps_only_expressions_that_ground_back(
             actions=(Click(x=80, y=40),),
         )
 
-        async def scenario():  # type: ignore[no-untyped-def]
-            engines = Engines(config.engine, roles_for(config))
-            await engines.start()
-            try:
-                ctx = ShardContext(
-                    config=config,
-                    run_id="r",
-                    host=browser_plugin.host,
-                    storage=LocalStorage(tmp_path / "out"),
-                    engines=engines,
-                )
-                return await run_shard(3, [task], ctx)
-            finally:
-                await engines.close()
-
-        result = browser_plugin.run(scenario())
+        result = browser_plugin.run(
+            run_shard_with_engines(browser_plugin, config, tmp_path / "out", 3, [task])
+        )
     assert result.episodes == 1
     grounding = {g["selector"]: g for g in read(tmp_path / "out", "grounding")}
     front, email = grounding["#front"], grounding["#email"]
