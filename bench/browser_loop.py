@@ -46,9 +46,9 @@ from typing import Protocol
 import psutil  # type: ignore[import-untyped]  # no stubs installed
 from playwright.async_api import Browser, BrowserContext, Playwright, async_playwright
 
+from datagen.browser.host import BrowserHost
 from datagen.browser.launch import find_executable, launch_options
-from datagen.browser.session import BrowserHost
-from datagen.config import BrowserConfig, ExplorePolicy, Viewport
+from datagen.config import BrowserConfig, ExplorePolicyConfig, Viewport
 from datagen.policy.explore import Explorer
 from datagen.records import Click, TaskSpec
 from datagen.source.readers import BUNDLED_SITES, list_sites
@@ -68,7 +68,7 @@ BARE_ELEMENTS_JS = """() => {
   return out;
 }"""
 # Clicks only on both sides: typing would make ours do work the bare loop doesn't.
-CLICKS_ONLY = ExplorePolicy(type="explore", type_probability=0.0, submit_probability=0.0)
+CLICKS_ONLY = ExplorePolicyConfig(type="explore", type_probability=0.0, submit_probability=0.0)
 WARMUP_STEPS = 3
 # After a round, closed contexts' renderers are still exiting: their last CPU belongs to it.
 TEARDOWN_GRACE_S = 0.3

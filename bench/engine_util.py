@@ -31,10 +31,10 @@ from dataclasses import asdict, dataclass
 import httpx
 from PIL import Image
 
+from datagen.config import SimConfig
 from datagen.engine.client import EngineClient
 from datagen.engine.control import InFlightController
 from datagen.engine.profiles import PROFILES, encode_screenshot
-from datagen.engine.sim.config import SimConfig
 from datagen.engine.sim.engine import saturated_rate
 from datagen.engine.sim.server import free_port
 

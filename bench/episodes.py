@@ -55,7 +55,8 @@ from playwright.async_api import Page, Response
 
 from bench import oracle
 from bench.grounding import PAGES, PRECISION_TARGET, RECALL_TARGETS, accepted_rows, real_pages
-from datagen.browser.session import BrowserHost, Session
+from datagen.browser.host import BrowserHost
+from datagen.browser.session import Session
 from datagen.config import BrowserConfig, PipelineConfig, parse_pipeline
 from datagen.pipeline import EpisodeOutcome, ShardContext, run_episode
 from datagen.records import GroundingRow, Observation, TaskSpec

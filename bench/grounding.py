@@ -39,7 +39,8 @@ from typing import Any
 from bench import oracle
 from datagen import SCHEMA_VERSION
 from datagen.annotate import grounding_rows
-from datagen.browser.session import BrowserHost, Session
+from datagen.browser.host import BrowserHost
+from datagen.browser.session import Session
 from datagen.config import BrowserConfig, ValidationConfig
 from datagen.records import GroundingRow, Observation
 from datagen.source.readers import BUNDLED_SITES, list_sites

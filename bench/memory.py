@@ -22,7 +22,7 @@ from contextlib import AsyncExitStack
 
 import psutil
 
-from datagen.browser.session import BrowserHost
+from datagen.browser.host import BrowserHost
 from datagen.config import BrowserConfig
 from datagen.source.readers import BUNDLED_SITES, list_sites
 from datagen.source.serve import SiteServer

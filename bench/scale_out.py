@@ -30,8 +30,8 @@ from typing import Any
 import psutil
 
 from datagen.config import load_pipeline
-from datagen.plan import make_plan
 from datagen.records import Resumed, ShardResult
+from datagen.runplan import make_plan
 from datagen.runtime.driver import execute
 
 DEMO = Path(__file__).resolve().parents[1] / "pipelines" / "demo.yaml"

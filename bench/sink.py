@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from PIL import Image, ImageDraw
 
-from datagen.records import GroundingRow, ImageData, StepRow
+from datagen.records import GroundingRow, ImageData, ShardResult, StepRow
 from datagen.sink.storage import LocalStorage
 from datagen.sink.writer import write_shard
 
@@ -98,9 +98,20 @@ def rows(steps: int, per_step: int) -> tuple[list[StepRow], list[GroundingRow]]:
 def ours(folder: Path, steps: list[StepRow], grounding: list[GroundingRow]) -> tuple[float, int]:
     storage = LocalStorage(folder)
     started = time.perf_counter()
-    marker = write_shard(storage, 0, {"steps": steps, "grounding": grounding}, {})
+    stats = ShardResult(
+        shard=0,
+        tasks=0,
+        episodes=0,
+        steps=len(steps),
+        grounding=len(grounding),
+        rejects=0,
+        solved=0,
+        reject_reasons={},
+        seconds=0.0,
+    )
+    marker = write_shard(storage, 0, {"steps": steps, "grounding": grounding}, stats)
     seconds = time.perf_counter() - started
-    return seconds, sum(f["bytes"] for f in marker["files"])
+    return seconds, sum(f.bytes for f in marker.files)
 
 
 def bare(

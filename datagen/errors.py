@@ -1,15 +1,57 @@
-"""The one exception tree of datagen.
+"""The exception tree of datagen: every exception class datagen defines, the module it lives
+in, and what it means. Two tiers (docs/STYLE habit 6): a user's or a setup's error fails fast
+and says the fix; a failure of one episode becomes data, a `Reject` row with a reason code,
+and never aborts a shard. Besides them: one failure of a shard (a dead browser: the shard is
+retried), signals that datagen catches and turns into one of those, and a warning.
+tests/unit/test_errors_tree.py fails when a class is missing here, is drawn under another
+parent or module than its own, or is drawn but no longer exists.
 
-    DatagenError                 base; never raised itself
-    ├── ConfigError              the pipeline file is wrong: names the key and the fix
-    ├── SourceError              a task list cannot be read (missing file, bad line)
-    ├── BrowserUnavailable       no Chromium to launch: says what to install
-    ├── OutputError              the output location cannot be used (other run there, not writable)
-    ├── EngineNotReady           the model server does not answer /health and /v1/models
-    └── WorkersUnavailable       no Dask worker can run the run's shards: names them and the fix
+User and setup errors: raised before or instead of a run, printed by the CLI with their fix.
 
-Per-task failures are *not* exceptions that escape a shard: they become `Reject` rows with a
-reason code (see `records.RejectReason`).
+    Exception
+    └── DatagenError               errors               base; never raised itself
+        ├── ConfigError            errors               a pipeline key is wrong; says the fix
+        ├── SourceError            errors               a task list cannot be read (file, bad line)
+        ├── BrowserUnavailable     errors               no Chromium to launch: says what to install
+        ├── OutputError            errors               the output cannot take this run
+        ├── EngineNotReady         errors               the model server is not reachable or ready
+        └── WorkersUnavailable     errors               no Dask worker can run the shards; the fix
+
+Per-episode failures: caught by the episode's triage (pipeline.failures, browser.failures), each
+becomes a `Reject` row; its reason in brackets.
+
+    Exception
+    ├── NavigationFailed           browser.navigation   the start URL did not load [its `reason`]
+    ├── PageMemoryExceeded         browser.memory       the page outgrew its ceiling [page_memory]
+    ├── StepTimedOut               browser.failures     a step overran its timeout [timeout_step]
+    ├── CheckFailed                browser.failures     the success check raised [check_error]
+    └── PolicyFailure              policy.vlm           the model gave no action [its `reason`]
+
+Shard failures: the shard is not committed; Dask runs it again on a fresh browser.
+
+    Exception
+    └── BrowserDied                browser.failures     Chromium is gone or stopped answering
+
+Signals: caught inside datagen and turned into one of the above (or into an action error, an
+annotation reject, an HTTP answer).
+
+    Exception
+    ├── CheckNotBoolean            browser.failures     check.js gave no true/false → CheckFailed
+    ├── NameNotResolved            browser.guard        DNS has no address for it → dns_failed
+    ├── EngineError                engine.client        a model call got no answer → PolicyFailure
+    │   ├── EngineRejected         engine.client        refused (HTTP 4xx): resending cannot help
+    │   └── EngineUnavailable      engine.client        no connection, timeouts or 5xx every time
+    ├── FileProblem                loading              a file is not text or YAML → ConfigError, …
+    └── ApiError                   engine.sim.protocol  the stand-in's answer to a bad request
+    ValueError
+    ├── BadUrl                     browser.guard        a URL that does not parse → bad_url
+    ├── ModelOutputError           engine.profiles      the model's text fails its schema
+    └── OffScreen                  policy.translate     the model's point is off the image
+
+Warnings: issued with `warnings.warn`, never raised.
+
+    UserWarning
+    └── UnreadableMarker           sink.writer          a marker not of the sink's shape: skipped
 """
 
 

@@ -35,9 +35,9 @@ from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from datagen.browser.guard import BadUrl, split_url
+from datagen.config.scope import SCOPE_KEYWORDS, bad_scope_keyword, read_scope_entry
 from datagen.records import RejectReason
 
-KEYWORDS = ("site", "origin", "anywhere")
 WEB = ("http", "https")
 DEFAULT_PORTS = {"http": 80, "https": 443}
 # Second levels under two-letter country codes that are public suffixes themselves.
@@ -102,8 +102,8 @@ class Scope:
         starts = [u for u in (start_url, *also) if _web(u)]
         pages = frozenset(_page(u) for u in starts)
         if isinstance(setting, str):
-            if setting not in KEYWORDS:
-                raise ValueError(_bad_keyword(setting))
+            if setting not in SCOPE_KEYWORDS:
+                raise ValueError(bad_scope_keyword(setting))
             return cls(
                 kind=setting,
                 start=start_url,
@@ -210,48 +210,15 @@ def same_document(a: str, b: str) -> bool:
 
 
 def parse_entry(entry: str) -> Entry:
-    """One `run.scope` list entry; ValueError says how to write it."""
-    text = entry.strip()
-    if not text:
-        raise ValueError("an empty scope entry; fix: remove it")
-    if "://" in text:
-        parts = urlsplit(text)
-        if parts.scheme.lower() not in WEB or not parts.hostname:
-            raise ValueError(
-                f"scope entry {entry!r}: only http(s) origins and URL prefixes are allowed; "
-                'fix: write it like "https://example.com" or "https://example.com/app/"'
-            )
-        if parts.path in ("", "/") and not parts.query:
-            scheme, host, port = _origin(text)
-            return Entry("origin", host=host, port=port, scheme=scheme)
-        return Entry("prefix", prefix=_page(text))
-    text = text.lower().removeprefix("*.")  # "*.example.com": a host has its subdomains anyway
-    if "/" in text or " " in text or text.startswith("."):
-        raise ValueError(
-            f"scope entry {entry!r} is not a host, host:port, origin or URL prefix; "
-            'fix: write "example.com", "example.com:8080" or "https://example.com/app/"'
-        )
-    host, sep, digits = text.rpartition(":")
-    if sep and (host.startswith("[") or ":" not in host):  # host:port or [v6]:port
-        if not digits.isdigit() or not 0 < int(digits) < 65536:
-            raise ValueError(f"scope entry {entry!r}: bad port {digits!r}; fix: a port in 1-65535")
-        return Entry("host_port", host=host.strip("[]"), port=int(digits))
-    return Entry("host", host=text.strip("[]").rstrip("."))
-
-
-def check_setting(setting: str | list[str]) -> str | list[str]:
-    """Validate a `run.scope` value (for the config model); returns it unchanged."""
-    if isinstance(setting, str):
-        if setting not in KEYWORDS:
-            raise ValueError(_bad_keyword(setting))
-        return setting
-    if not setting:
-        raise ValueError(
-            'an empty list leaves every page out of scope; fix: list hosts, or use "site"'
-        )
-    for entry in setting:
-        parse_entry(entry)
-    return setting
+    """One `run.scope` list entry, normalized (its grammar: `datagen.config.scope`); ValueError
+    says how to write it."""
+    written = read_scope_entry(entry)
+    if written.kind == "origin":
+        scheme, host, port = _origin(written.text)
+        return Entry("origin", host=host, port=port, scheme=scheme)
+    if written.kind == "prefix":
+        return Entry("prefix", prefix=_page(written.text))
+    return Entry(written.kind, host=written.text, port=written.port)
 
 
 def site_of(host: str) -> str:
@@ -272,13 +239,6 @@ def site_of(host: str) -> str:
     if len(labels[-1]) == 2 and labels[-2] in COUNTRY_SECOND_LEVELS:
         return ".".join(labels[-3:])
     return ".".join(labels[-2:])
-
-
-def _bad_keyword(setting: str) -> str:
-    return (
-        f"{setting!r} is not a scope; fix: use site, origin or anywhere, or a list of hosts, "
-        f'host:port, origins or URL prefixes (e.g. ["{setting}"])'
-    )
 
 
 def _web(url: str) -> bool:

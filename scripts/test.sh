@@ -7,5 +7,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 .venv/bin/ruff check datagen tests bench
 .venv/bin/ruff format --check --quiet datagen tests bench
-.venv/bin/mypy datagen
+.venv/bin/mypy datagen tests
 exec .venv/bin/python -m pytest "$@"

@@ -22,7 +22,7 @@ from typing import Any
 
 import psutil
 
-from tests.conftest import closed_port
+from tests.helpers import closed_port
 
 DASK = str(Path(sys.executable).parent / "dask")
 START_S = 90.0  # a cold start of a worker process on a loaded 2-core machine

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from datagen.config import ModelExpressions
+from datagen.config import ModelExpressionsConfig
 from datagen.engine.client import EngineError
 from datagen.engine.profiles import (
     Expression,
@@ -35,7 +35,7 @@ async def model_expressions(
     rows: list[GroundingRow],
     obs: Observation,
     engines: Engines,
-    config: ModelExpressions,
+    config: ModelExpressionsConfig,
     profile: PromptProfile,
     max_width: int,
 ) -> RoundTrips:

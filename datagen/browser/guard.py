@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 from string import hexdigits
 from urllib.parse import urlsplit
 
+from datagen.config.allow import parse_allow_entry
+
 WEB_SCHEMES = {"http", "https", "ws", "wss"}
 DEFAULT_PORTS = {"http": 80, "ws": 80, "https": 443, "wss": 443}
 HARMLESS = {"about:blank", "about:srcdoc"}
@@ -112,23 +114,20 @@ class UrlGuard:
             self.permit(entry)
 
     def permit(self, entry: str) -> None:
-        """Allow `host`, `host:port` or a CIDR network (localhost and loopback: all its names)."""
-        entry = entry.strip().lower()
-        try:
-            network = ipaddress.ip_network(entry.strip("[]"), strict=False)
-        except ValueError:
-            pass
-        else:
+        """Allow `host`, `host:port` or a CIDR network (localhost and loopback: all its names).
+        The entry is parsed as the config checks it (`parse_allow_entry`); ValueError for one
+        the config would refuse."""
+        parsed = parse_allow_entry(entry)
+        network = parsed.network
+        if network is not None:
             self._networks.append(network)
             if any(ipaddress.ip_address(name) in network for name in LOOPBACK_NAMES[1:]):
                 self._hosts.update(LOOPBACK_NAMES)
-            return
-        host, sep, port = entry.rpartition(":")
-        if sep and port.isdigit() and (host.startswith("[") or ":" not in host):
-            for alias in _aliases(host.strip("[]")):  # host:port or [v6]:port
-                self._host_ports.add((alias, int(port)))
+        elif parsed.port is not None:
+            for alias in _aliases(parsed.host):  # host:port or [v6]:port
+                self._host_ports.add((alias, parsed.port))
         else:
-            self._hosts.update(_aliases(entry.strip("[]")))
+            self._hosts.update(_aliases(parsed.host))
 
     async def check(self, url: str, top_level: bool) -> str | None:
         """None when the URL may load, else the reason it may not; `NameNotResolved` when its

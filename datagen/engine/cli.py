@@ -47,7 +47,8 @@ def sim(
 ) -> None:
     """Serve the vLLM stand-in: vLLM's API and queueing with arbitrary schema-valid answers.
     A load and protocol double for tests and capacity planning, never a model."""
-    from datagen.engine.sim import SimConfig, SimServer
+    from datagen.config import SimConfig
+    from datagen.engine.sim import SimServer
 
     config = SimConfig(
         served_model_name=served_model_name, max_num_seqs=max_num_seqs, max_model_len=max_model_len,

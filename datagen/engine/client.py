@@ -28,7 +28,7 @@ import random
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 import aiohttp
@@ -97,6 +97,16 @@ class ChatResult:
     queued_ms: float = 0.0  # of latency_ms, the time spent waiting for a slot in the gate
 
 
+class ChatClient(Protocol):
+    """The one call a model role makes (the seam for a fake engine in unit tests)."""
+
+    async def chat(
+        self, payload: dict[str, Any], *, timeout_s: float | None = None, role: str = ""
+    ) -> ChatResult:
+        """One chat completion for `role`: the answer, its usage, latency and attempts."""
+        ...
+
+
 @dataclass
 class ClientStats:
     """Counters of one client, for the run's metrics."""
@@ -111,7 +121,7 @@ class ClientStats:
 
 
 class EngineClient:
-    """Async client of one vLLM endpoint. Use `async with`, or call `close()`."""
+    """Async client of one vLLM endpoint (a ChatClient). Use `async with`, or call `close()`."""
 
     def __init__(
         self,

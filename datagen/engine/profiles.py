@@ -3,6 +3,7 @@ coordinates back. The profile name and version are stored on every step row.
 
     Observation ─► encode_screenshot() ─► SentImage
     profile.navigation_messages(...) + navigation_schema()  ─► engine ─► NavStep
+        NavStep.action ─► policy/translate.to_action() ─► Action (records/actions.py)
     profile.localization_messages(...) + point_schema()     ─► engine ─► Point ─► to_pixels()
 
 `holo2_norm1000` (default): integers in [0, 1000] of the image as sent, origin top-left (Holo2,
@@ -28,6 +29,11 @@ IMAGE_PLACEHOLDER = "[Image omitted by context cleaning]"
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# The answer models below carry no docstrings on purpose: pydantic would put them in the JSON
+# Schemas that the prompts carry, and the prompts must stay byte-identical (the stand-in and a
+# real server get the same ones). Field descriptions are part of those schemas.
 
 
 class NavClick(Strict):

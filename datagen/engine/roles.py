@@ -1,5 +1,6 @@
 """A worker's model roles (policy, localizer, judge, writer) on their endpoints.
 
+    {role: RoleConfig} (policy/roles.py) ─► Engines.start() ─► one EngineClient per URL
     Engines.ask(role, messages, schema, model) ─► (parsed answer, ChatResult)
 
 One EngineClient per distinct URL, its pool sized to this worker's share of the cluster-wide
@@ -8,6 +9,7 @@ the current limit, and hands free slots to the policy first, then the localizer,
 the expression writer. With `engine.control: adaptive` a task per client steers that limit
 from the server's /metrics (`datagen.engine.control`). An answer that fails validation is asked
 again once at temperature 0, then becomes a ModelOutputError (a reject reason, not a crash).
+A role calls its client only through `ChatClient.chat`, so unit tests `attach` a fake one.
 """
 
 from __future__ import annotations
@@ -17,19 +19,21 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from datagen.config import EngineConfig, PipelineConfig, RoleConfig, VlmPolicy
-from datagen.engine.client import ChatResult, EngineClient
+from datagen.config import EngineConfig, RoleConfig
+from datagen.engine.client import ChatClient, ChatResult, EngineClient
 from datagen.engine.control import InFlightController
-from datagen.engine.profiles import PROFILES, ModelOutputError, PromptProfile, Strict, parse_output
+from datagen.engine.profiles import ModelOutputError, Strict, parse_output
 
 PRIORITY = {"policy": 0, "localizer": 1, "judge": 2, "writer": 3}
 
 
 @dataclass
 class Role:
+    """A role as served: its settings, the client it calls, the served model's name."""
+
     name: str
     config: RoleConfig
-    client: EngineClient
+    client: ChatClient
     model: str = ""
     standin: bool = False
 
@@ -49,7 +53,9 @@ class Engines:
         self._control: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
+        """Connect every role's client, wait until each server is ready, start steering."""
         key = self.engine.api_key.get_secret_value() if self.engine.api_key else None
+        connected: dict[str, EngineClient] = {}
         for name, config in self.role_configs.items():
             url = config.url or self.engine.url
             if not url:
@@ -62,13 +68,11 @@ class Engines:
                     timeout_s=config.timeout_s,
                     retries=self.engine.retries,
                 )
-            client = self.clients[url]
+            client = connected[name] = self.clients[url]
             client.gate.add_class(name, priority=PRIORITY.get(name, 9), share=config.share)
-            self.roles[name] = Role(name, config, client)
-        for role in self.roles.values():
-            info = await role.client.wait_ready(self.engine.ready_timeout_s)
-            role.model = role.config.model or info.id
-            role.standin = info.is_standin
+        for name, client in connected.items():
+            info = await client.wait_ready(self.engine.ready_timeout_s)
+            self.attach(name, client, info.id, standin=info.is_standin)
         if self.engine.control == "adaptive":
             for client in self.clients.values():
                 controller = InFlightController(self.engine.max_in_flight)
@@ -102,7 +106,15 @@ class Engines:
             "engine_queued": float(sum(g.waiting for g in gates)),
         }
 
+    def attach(self, name: str, client: ChatClient, served: str, *, standin: bool = False) -> None:
+        """Serve role `name` (one of the configured roles) from `client`, whose server serves
+        the model `served` (the role's own `model` setting wins). start() attaches each role
+        once its server is ready; unit tests attach a fake client instead."""
+        config = self.role_configs[name]
+        self.roles[name] = Role(name, config, client, config.model or served, standin)
+
     def has(self, role: str) -> bool:
+        """Whether the run calls `role`."""
         return role in self.roles
 
     async def ask(
@@ -144,24 +156,3 @@ def _merged(first: ChatResult, second: ChatResult) -> ChatResult:
         model=second.model,
         queued_ms=first.queued_ms + second.queued_ms,
     )
-
-
-def roles_for(config: PipelineConfig) -> dict[str, RoleConfig]:
-    """The roles a pipeline calls: the vlm policy's, and the expression writer's."""
-    roles: dict[str, RoleConfig] = {}
-    if isinstance(config.policy, VlmPolicy):
-        roles["policy"] = config.policy.policy
-        if config.policy.localizer is not None:
-            roles["localizer"] = config.policy.localizer
-        if config.policy.judge is not None:
-            roles["judge"] = config.policy.judge
-    expressions = config.annotation.model_expressions
-    if expressions is not None:
-        roles["writer"] = expressions.writer
-    return roles
-
-
-def profile_for(config: PipelineConfig) -> PromptProfile:
-    """The prompt profile of the run (the vlm policy's, else the default)."""
-    name = config.policy.profile if isinstance(config.policy, VlmPolicy) else "holo2_norm1000"
-    return PROFILES[name]

@@ -1,16 +1,11 @@
-"""Live figures of one worker, for the Dask dashboard.
+"""Live figures of one worker: counters in, rates and gauges out. No Dask here.
 
-    pipeline ─► Meter.add("steps") …        (browser loop thread)
-    Dask heartbeat ─► worker.metrics[...]  ─► Meter.figures()  (worker's event loop)
-                   ─► scheduler ─► dashboard "Workers" page, and the driver's run report
+    pipeline ─► Meter.add("steps") …   (browser loop thread)
+    runtime.metrics ─► Meter.figures() (worker's event loop, at each Dask heartbeat)
 
 Counters only ever grow; rates are taken over the last `window_s` seconds of readings. The set
-of figures is fixed at set-up (every reject reason has its entry from the start).
-
-Every figure goes to the scheduler as one dict, `worker.metrics["datagen"]`: the dashboard's
-`/datagen` page (runtime.dashboard) and the run report read it. Dask's own Workers page
-(/workers) shows each *numeric* metric as a column titled by its key, with a total row that sums
-it, and skips dicts: it gets the HEADLINE figures only, those a sum suits, under short keys.
+of figures is fixed at set-up (every reject reason has its entry from the start), because Dask's
+dashboard makes a column per figure: `runtime.metrics` exposes them as worker metrics.
 """
 
 from __future__ import annotations
@@ -20,22 +15,9 @@ import threading
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable
-from typing import Any
 
 from datagen.records import RejectReason
 
-METRIC = "datagen"  # worker.metrics key of the dict of every figure
-# Figures on Dask's Workers page: key there (its column title) ← figure. Rates, counts and
-# memory only: that page's total row sums every column (not latency means, nor limits).
-HEADLINE = {
-    "steps/s": "steps_per_s",
-    "screenshots/s": "screenshots_per_s",
-    "episodes/s": "episodes_per_s",
-    "engine tokens/s": "engine_tokens_per_s",
-    "engine in flight": "engine_in_flight",
-    "browser MB": "browser_memory_mb",
-    "rejects": "rejects",
-}
 REASONS = [reason.value for reason in RejectReason]
 RATES = {"steps": "steps_per_s", "screenshots": "screenshots_per_s", "episodes": "episodes_per_s"}
 
@@ -60,10 +42,12 @@ class Meter:
         self.__init__(state["window_s"])  # type: ignore[misc]
 
     def add(self, name: str, n: float = 1) -> None:
+        """Count `n` more of `name` (any thread)."""
         with self._lock:
             self._counts[name] += n
 
     def counts(self) -> dict[str, float]:
+        """Every counter now, those kept elsewhere (`totals`) added in."""
         with self._lock:
             counts = dict(self._counts)
         for source in self.totals.values():
@@ -101,17 +85,3 @@ class Meter:
                 out |= {name: round(value, 1) for name, value in source().items()}
         self._cache = (now, out)
         return out
-
-
-def register(worker: Any, meter: Meter) -> None:
-    """Expose the meter's figures as Dask worker metrics: all of them as one dict, and the
-    HEADLINE ones as numbers (a plugin registered again replaces the entries). Call on the
-    worker's event loop, or before it runs: heartbeats iterate `worker.metrics` there."""
-    worker.metrics[METRIC] = lambda w: dict(meter.figures())
-    for key, name in HEADLINE.items():
-        worker.metrics[key] = lambda w, name=name: meter.figures().get(name, 0.0)
-
-
-def unregister(worker: Any) -> None:
-    for key in (METRIC, *HEADLINE):
-        worker.metrics.pop(key, None)

@@ -3,9 +3,11 @@
     Observation ─► Policy.decide() ─► Decision(action, target element)
 
 A policy object lives for one episode (it may keep state, e.g. what it has visited);
-`make_policy` builds one from the pipeline's `policy:` section and the episode's scope. A
-policy that is also `Recovering` is told when an action of its own led off the scope (the
-pipeline then brought the page back; the observation it would have seen is not data).
+`make_policy` builds one from the pipeline's `policy:` section and the episode's scope;
+`roles_for` and `profile_for` say which model roles the run calls and with which prompt
+profile (`roles.py`; `engine/` never reads the policy section). A policy that is also
+`Recovering` is told when an action of its own led off the scope (the pipeline then brought
+the page back; the observation it would have seen is not data).
 """
 
 from __future__ import annotations
@@ -13,16 +15,28 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-from datagen.config import ExplorePolicy, PolicyConfig, ScriptedPolicy, VlmPolicy
+from datagen.config import (
+    ExplorePolicyConfig,
+    PolicyConfig,
+    ScriptedPolicyConfig,
+    VlmPolicyConfig,
+)
 from datagen.engine.roles import Engines
 from datagen.policy.explore import Explorer
+from datagen.policy.roles import profile_for, roles_for
 from datagen.policy.scripted import Scripted
-from datagen.policy.vlm import PolicyFailure
-from datagen.policy.vlm import VlmPolicy as ModelPolicy
+from datagen.policy.vlm import PolicyFailure, VlmPolicy
 from datagen.records import Decision, Observation, TaskSpec
 from datagen.scope import Scope
 
-__all__ = ["Policy", "PolicyFailure", "Recovering", "make_policy"]
+__all__ = [
+    "Policy",
+    "PolicyFailure",
+    "Recovering",
+    "make_policy",
+    "profile_for",
+    "roles_for",
+]
 
 
 class Policy(Protocol):
@@ -41,16 +55,16 @@ class Recovering(Protocol):
     def strayed(self, reason: str, url: str) -> None: ...
 
 
-def _model_policy(config: VlmPolicy, engines: Engines | None) -> Policy:
+def _model_policy(config: VlmPolicyConfig, engines: Engines | None) -> Policy:
     if engines is None:
         raise RuntimeError("the vlm policy needs engines (the worker did not set them up)")
-    return ModelPolicy(config, engines)
+    return VlmPolicy(config, engines)
 
 
 FACTORIES: dict[type, Callable[..., Policy]] = {
-    ExplorePolicy: lambda cfg, task, seed, engines, scope: Explorer(cfg, seed, scope),
-    ScriptedPolicy: lambda cfg, task, seed, engines, scope: Scripted(task),
-    VlmPolicy: lambda cfg, task, seed, engines, scope: _model_policy(cfg, engines),
+    ExplorePolicyConfig: lambda cfg, task, seed, engines, scope: Explorer(cfg, seed, scope),
+    ScriptedPolicyConfig: lambda cfg, task, seed, engines, scope: Scripted(task),
+    VlmPolicyConfig: lambda cfg, task, seed, engines, scope: _model_policy(cfg, engines),
 }
 
 

@@ -20,7 +20,7 @@ import random
 from urllib.parse import urlsplit
 
 from datagen.browser.guard import BadUrl, split_url
-from datagen.config import ExplorePolicy
+from datagen.config import ExplorePolicyConfig
 from datagen.records import (
     Action,
     Back,
@@ -64,7 +64,7 @@ class Explorer:
 
     name = "explore"
 
-    def __init__(self, config: ExplorePolicy, seed: int, scope: Scope | None = None) -> None:
+    def __init__(self, config: ExplorePolicyConfig, seed: int, scope: Scope | None = None) -> None:
         self.config = config
         self.rng = random.Random(seed)
         self.scope = scope

@@ -2,8 +2,9 @@
 
     Observation ─► policy role (NavStep: thought, note, action)
                 ─► localizer role for clicks (element description → point), optional
+                ─► translate.to_action (the answer as an action in screenshot px)
                 ─► judge role when the policy answers, optional
-                ─► Decision(action in screenshot px, target element, ModelTrace)
+                ─► Decision(action, target element, ModelTrace)
 
 Model failures never crash an episode: unparseable output, points off the image and engine
 errors become `PolicyFailure`s, which the pipeline records as reject reasons.
@@ -14,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from datagen.config import VlmPolicy as VlmPolicyConfig
+from datagen.config import VlmPolicyConfig
 from datagen.engine.client import ChatResult, EngineError, EngineRejected
 from datagen.engine.profiles import (
     PROFILES,
@@ -28,25 +29,18 @@ from datagen.engine.profiles import (
     encode_screenshot,
 )
 from datagen.engine.roles import Engines
+from datagen.policy.translate import OffScreen, Screen, to_action
 from datagen.records import (
     Action,
-    Back,
     Click,
     Decision,
     Done,
     Element,
-    Goto,
-    Key,
     ModelTrace,
     Observation,
     RejectReason,
-    Scroll,
     TaskSpec,
-    TypeText,
-    Wait,
 )
-
-SCROLL_FRACTION = 0.6
 
 
 class PolicyFailure(Exception):
@@ -71,6 +65,7 @@ class VlmPolicy:
         self.previous: list[str] = []
 
     async def decide(self, obs: Observation, task: TaskSpec) -> Decision:
+        """One step: ask the roles, return the action; PolicyFailure when there is none."""
         image = encode_screenshot(
             obs.screenshot,
             obs.image_format,
@@ -123,41 +118,21 @@ class VlmPolicy:
     async def _action(
         self, step: NavStep, obs: Observation, image: SentImage, calls: list[tuple[str, ChatResult]]
     ) -> Action:
-        a = step.action
-        w, h = obs.image_width, obs.image_height
-        if isinstance(a, NavClick):
-            x, y = a.x, a.y
-            if self.engines.has("localizer"):
-                point: Point = await self._ask(
-                    "localizer",
-                    self.profile.localization_messages(image, a.element),
-                    self.profile.point_schema(image),
-                    Point,
-                    calls,
-                )
-                x, y = point.x, point.y
-            pixels = self.profile.to_pixels(x, y, image, w, h)
-            if pixels is None:
-                raise PolicyFailure(
-                    RejectReason.MODEL_OFF_SCREEN,
-                    f"point ({x}, {y}) outside the {self.profile.coords} frame of a {image.width}x{image.height} image",
-                )
-            return Click(x=round(pixels[0], 1), y=round(pixels[1], 1))
-        if a.type == "type":
-            return TypeText(text=a.text)
-        if a.type == "key":
-            return Key(combo=a.key)
-        if a.type == "scroll":
-            dx = {"left": -w, "right": w}.get(a.direction, 0) * SCROLL_FRACTION
-            dy = {"up": -h, "down": h}.get(a.direction, 0) * SCROLL_FRACTION
-            return Scroll(dx=dx, dy=dy)
-        if a.type == "goto":
-            return Goto(url=a.url)
-        if a.type == "back":
-            return Back()
-        if a.type == "wait":
-            return Wait(seconds=1.0)
-        return Done(answer=a.content)
+        """The step's answer as an action; a click's point comes from the localizer if any."""
+        answer = step.action
+        if isinstance(answer, NavClick) and self.engines.has("localizer"):
+            point: Point = await self._ask(
+                "localizer",
+                self.profile.localization_messages(image, answer.element),
+                self.profile.point_schema(image),
+                Point,
+                calls,
+            )
+            answer = answer.model_copy(update={"x": point.x, "y": point.y})
+        try:
+            return to_action(answer, Screen(self.profile, image, obs.image_width, obs.image_height))
+        except OffScreen as exc:
+            raise PolicyFailure(RejectReason.MODEL_OFF_SCREEN, str(exc)) from None
 
     async def _ask(
         self,

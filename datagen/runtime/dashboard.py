@@ -8,7 +8,7 @@ name, with a total row only where a total means something.
 Dask's own Workers page shows each numeric worker metric as a column titled by its key, in
 columns too narrow for long keys, with a total row that sums every column: a sum of per-worker
 mean latencies or of limits is no figure at all. So the meter gives that page only the
-figures a sum suits, under short keys (`observe.meter.HEADLINE`), and everything else lives
+figures a sum suits, under short keys (`runtime.metrics.HEADLINE`), and everything else lives
 here. The page is added to the running scheduler from the driver (`add_page`); a scheduler
 that cannot import datagen simply has no such page.
 """
@@ -23,7 +23,8 @@ from typing import Any
 from distributed import Client
 from distributed.http.utils import RequestHandler
 
-from datagen.observe.meter import METRIC, REASONS
+from datagen.observe.meter import REASONS
+from datagen.runtime.metrics import METRIC
 
 log = logging.getLogger(__name__)
 PATH = "datagen"

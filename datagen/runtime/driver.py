@@ -32,17 +32,18 @@ from distributed.utils import format_dashboard_link
 from datagen import __version__
 from datagen.config import ClusterConfig, PipelineConfig
 from datagen.errors import WorkersUnavailable
-from datagen.observe.report import Timeline, step_latencies, write_report
-from datagen.plan import Plan
 from datagen.records import Resumed, ShardResult
+from datagen.runplan import Plan
 from datagen.runtime.dashboard import add_page
 from datagen.runtime.endpoint import engine_endpoint
 from datagen.runtime.plugin import BrowserPlugin, RunNames
 from datagen.runtime.probe import check_output_reach
+from datagen.runtime.report import Timeline, step_latencies, write_report
 from datagen.runtime.tasks import OutputFull, run_shard_task
 from datagen.runtime.workers import WorkerReport, WorkerWatch
 from datagen.sink.lease import ShardLeases
 from datagen.sink.manifest import finalize
+from datagen.sink.models import EngineInfo, Manifest
 from datagen.sink.read import read_committed
 from datagen.sink.storage import Storage, output_storage
 from datagen.sink.verify import distrust, verify_output
@@ -63,7 +64,7 @@ class RunProgress(Protocol):
 class RunSummary:
     """The outcome of `execute`."""
 
-    manifest: dict[str, Any]
+    manifest: Manifest | None = None  # set when the run ends (`finalize`)
     results: list[ShardResult] = field(default_factory=list)
     skipped_shards: list[int] = field(default_factory=list)
     resumed: Resumed = field(default_factory=Resumed)  # what those shards hold
@@ -160,7 +161,7 @@ def _execute(
     swept = leases.sweep()
     if swept:
         log.info("removed %d leftovers of killed runs: %s", len(swept), ", ".join(swept[:5]))
-    summary = RunSummary(manifest={}, redone_shards=_check_committed(storage, verify))
+    summary = RunSummary(redone_shards=_check_committed(storage, verify))
     done = completed_shards(storage)
     pending = [i for i in plan.shard_ids if i not in done]
     summary.skipped_shards = sorted(done & set(plan.shard_ids))
@@ -175,7 +176,7 @@ def _execute(
         )
         if not mine:  # nothing to do here until that run commits them or stops
             mine = leases.wait(elsewhere)
-    engine: dict[str, Any] = {}
+    engine: EngineInfo | None = None
     timeline: Timeline | None = None
     summary.resumed = resumed = _resumed(storage, plan, summary.skipped_shards)
     submitted: set[int] = set()
@@ -192,11 +193,10 @@ def _execute(
         progress.started("", plan.episodes, resumed)
     summary.leased_elsewhere = elsewhere
     summary.other_run_shards = sorted(set(elsewhere) - submitted)
-    extra = {"engine": engine} if engine else {}
-    summary.manifest = finalize(storage, plan.shard_ids, extra, busy=leases.busy())
+    summary.manifest = manifest = finalize(storage, plan.shard_ids, engine, busy=leases.busy())
     summary.seconds = time.perf_counter() - started
     if timeline is not None:
-        summary.report = _report(storage, timeline, summary, config.output)
+        summary.report = _report(storage, timeline, manifest, summary.seconds, config.output)
     return summary
 
 
@@ -358,19 +358,18 @@ def _resumed(storage: Storage, plan: Plan, skipped: list[int]) -> Resumed:
     if not skipped:
         return Resumed()
     wanted = set(skipped)
-    markers = [m for m in read_markers(storage) if m["shard"] in wanted]
-    episodes = sum(int(m.get("stats", {}).get("episodes", 0)) for m in markers)
+    episodes = sum(m.stats.episodes for m in read_markers(storage) if m.shard in wanted)
     ended = sum(len(plan.shards[i]) for i in skipped) * plan.config.run.repeats
     return Resumed(shards=len(skipped), ended=ended, episodes=episodes)
 
 
-def _report(storage: Storage, timeline: Timeline, summary: RunSummary, output: Any) -> str:
+def _report(
+    storage: Storage, timeline: Timeline, manifest: Manifest, seconds: float, output: Any
+) -> str:
     """The HTML run report in the output; a failure to write it is logged, never fatal."""
     try:
         dataset = read_committed(output.uri, "steps", output.endpoint_url)
-        key = write_report(
-            storage, timeline, summary.manifest, step_latencies(dataset), summary.seconds
-        )
+        key = write_report(storage, timeline, manifest, step_latencies(dataset), seconds)
     except Exception:
         log.warning("run report not written", exc_info=True)
         return ""

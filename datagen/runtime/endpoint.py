@@ -13,22 +13,23 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Iterator
-from typing import Any
 
 from datagen.config import PipelineConfig
 from datagen.engine.client import EngineClient, EngineError
-from datagen.engine.roles import roles_for
 from datagen.engine.sim import SimServer
 from datagen.errors import EngineNotReady
+from datagen.policy import roles_for
+from datagen.sink.models import EngineEndpoint, EngineInfo
 
 log = logging.getLogger(__name__)
 
 
 @contextlib.contextmanager
-def engine_endpoint(config: PipelineConfig) -> Iterator[tuple[PipelineConfig, dict[str, Any]]]:
-    """Yield the config to run with and a description of the engine (for the manifest)."""
+def engine_endpoint(config: PipelineConfig) -> Iterator[tuple[PipelineConfig, EngineInfo | None]]:
+    """Yield the config to run with and a description of the engine (for the manifest; None
+    when the run calls no model)."""
     if not config.uses_engine:
-        yield config, {}
+        yield config, None
         return
     sim = None
     if config.engine.url is None:
@@ -47,10 +48,10 @@ def engine_endpoint(config: PipelineConfig) -> Iterator[tuple[PipelineConfig, di
             sim.stop()
 
 
-async def _describe(config: PipelineConfig) -> dict[str, Any]:
+async def _describe(config: PipelineConfig) -> EngineInfo:
     key = config.engine.api_key.get_secret_value() if config.engine.api_key else None
     urls = sorted({role.url or config.engine.url or "" for role in roles_for(config).values()})
-    described: dict[str, Any] = {"standin": False, "endpoints": []}
+    endpoints: list[EngineEndpoint] = []
     for url in urls:
         async with EngineClient(url, api_key=key, retries=0) as client:
             try:
@@ -62,8 +63,7 @@ async def _describe(config: PipelineConfig) -> dict[str, Any]:
                     f"engine at {client.url} is not ready: {exc}; fix: start it (vLLM opens its "
                     "port once the model is loaded), or check engine.url"
                 ) from None
-        described["endpoints"].append(
-            {"model": info.id, "max_model_len": info.max_model_len, "standin": info.is_standin}
+        endpoints.append(
+            EngineEndpoint(model=info.id, max_model_len=info.max_model_len, standin=info.is_standin)
         )
-        described["standin"] = described["standin"] or info.is_standin
-    return described
+    return EngineInfo(standin=any(e.standin for e in endpoints), endpoints=tuple(endpoints))

@@ -28,12 +28,14 @@ from typing import Any, TypeVar
 from distributed import WorkerPlugin
 from distributed.core import Status
 
+from datagen.browser.host import BrowserHost
 from datagen.browser.launch import INSTALL_HINT
-from datagen.browser.session import BrowserHost
 from datagen.config import PipelineConfig
-from datagen.engine.roles import Engines, roles_for
+from datagen.engine.roles import Engines
 from datagen.errors import BrowserUnavailable, DatagenError, EngineNotReady
-from datagen.observe.meter import Meter, register, unregister
+from datagen.observe.meter import Meter
+from datagen.policy import roles_for
+from datagen.runtime.metrics import register, unregister
 from datagen.source import checked_sites_root
 from datagen.source.serve import SiteServer
 

@@ -32,6 +32,7 @@ from typing import Any
 
 import psutil
 
+from datagen.sink.models import ShardClaim
 from datagen.sink.storage import ObjectStat, Storage
 from datagen.sink.writer import completed_shards
 
@@ -162,7 +163,7 @@ class ShardLeases:
                 found.append((shard, lease.key))  # ours: a PUT that landed, its answer lost
             elif holder is None:  # free, or its run is gone
                 tries[shard_lease_key(shard, lease.gen + 1 if lease else 0)] = shard
-        body = json.dumps({"token": self.token, "taken_at": time.time()}).encode()
+        body = json.dumps(ShardClaim(token=self.token, taken_at=time.time()).model_dump()).encode()
         with ThreadPoolExecutor(PARALLEL) as pool:
             won = list(pool.map(lambda key: self.storage.put_new(key, body), tries))
         found += [(shard, key) for (key, shard), ok in zip(tries.items(), won, strict=True) if ok]
@@ -263,10 +264,9 @@ class ShardLeases:
 
     def _read_token(self, key: str) -> str | None:
         try:
-            token = json.loads(self.storage.get(key)).get("token")
+            return ShardClaim.model_validate_json(self.storage.get(key)).token
         except Exception:  # removed since the listing, or not ours: it holds nothing
             return None
-        return token if isinstance(token, str) else None
 
     def _read_holder(self, key: str) -> Holder | None:
         try:

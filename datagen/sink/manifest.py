@@ -1,6 +1,6 @@
 """The end of a run: the manifest (what is committed) and the dataset card.
 
-_markers/*.json ─► finalize() ─► _manifest.json + README.md
+_markers/*.json (Marker) ─► finalize() ─► _manifest.json (Manifest) + README.md
 """
 
 from __future__ import annotations
@@ -12,10 +12,21 @@ from importlib import metadata
 from typing import Any
 
 from datagen import SCHEMA_VERSION, __version__
+from datagen.errors import OutputError
 from datagen.records import RejectReason
+from datagen.sink.models import (
+    EngineInfo,
+    Manifest,
+    ManifestFile,
+    Marker,
+    ShardCounts,
+    StepsDropped,
+    TableFiles,
+    TaskCounts,
+)
 from datagen.sink.schema import TABLES, arrow_schema
 from datagen.sink.storage import Storage
-from datagen.sink.writer import MANIFEST, RUN_FILE, part_key, read_markers
+from datagen.sink.writer import MANIFEST, RUN_FILE, part_key, read_markers, read_run
 
 PACKAGES = ("playwright", "pyarrow", "dask", "distributed", "pydantic")
 
@@ -33,50 +44,55 @@ def package_versions() -> dict[str, str]:
 def finalize(
     storage: Storage,
     expected_shards: list[int],
-    extra: dict[str, Any] | None = None,
+    engine: EngineInfo | None = None,
     busy: set[int] | None = None,
-) -> dict[str, Any]:
+) -> Manifest:
     """Write the manifest and dataset card from the markers; `complete` says if all shards are in.
 
-    `busy`: shards another live run is writing now (`ShardLeases.busy()`, taken before this is
-    called): their parts are kept. A marker that cannot be read is skipped (with a warning)."""
-    run = json.loads(storage.get(RUN_FILE))
+    `engine`: the model servers the run called (none: no model was called). `busy`: shards
+    another live run is writing now (`ShardLeases.busy()`, taken before this is called): their
+    parts are kept. A marker that cannot be read is skipped (with a warning)."""
+    run = read_run(storage)
+    if run is None:
+        raise OutputError(f"{storage.uri} holds no {RUN_FILE}: no run was started there")
     markers = read_markers(storage)
     _remove_uncommitted_parts(storage, markers, busy or set())
-    tables: dict[str, dict[str, Any]] = {t: {"rows": 0, "files": []} for t in TABLES}
+    files: dict[str, list[ManifestFile]] = {t: [] for t in TABLES}
     reasons: Counter[str] = Counter()
     for marker in markers:
-        for f in marker["files"]:
-            tables[f["table"]]["rows"] += f["rows"]
-            tables[f["table"]]["files"].append(
-                {k: f[k] for k in ("key", "rows", "bytes", "sha256")}
+        for f in marker.files:
+            files[f.table].append(
+                ManifestFile(key=f.key, rows=f.rows, bytes=f.bytes, sha256=f.sha256)
             )
-        reasons.update(marker["stats"].get("reject_reasons", {}))
-    done = {m["shard"] for m in markers}
-    stats = [m["stats"] for m in markers]
-    manifest = {
-        "run_id": run["run_id"],
-        "schema_version": SCHEMA_VERSION,
-        "complete": set(expected_shards) <= done,
-        "shards": {
-            "expected": len(expected_shards),
-            "committed": len(done),
-            "missing": sorted(set(expected_shards) - done),
-        },
-        "tables": tables,
-        "reject_reasons": dict(reasons.most_common()),
-        "solved": sum(m["stats"].get("solved", 0) for m in markers),
-        "tasks": {
-            "committed": sum(s.get("tasks", 0) for s in stats),
-            "with_episodes": sum(s.get("tasks_with_episodes", 0) for s in stats),
-        },
-        "steps_dropped": steps_dropped(reasons, tables["steps"]["rows"]),
-        "packages": package_versions(),
-        **(extra or {}),
-        "pipeline": run["pipeline"],
-        "finished_at": time.time(),
+        reasons.update(marker.stats.reject_reasons)
+    tables = {
+        t: TableFiles(rows=sum(f.rows for f in fs), files=tuple(fs)) for t, fs in files.items()
     }
-    storage.put(MANIFEST, json.dumps(manifest, indent=1).encode())
+    done = {m.shard for m in markers}
+    stats = [m.stats for m in markers]
+    manifest = Manifest(
+        run_id=run.run_id,
+        schema_version=SCHEMA_VERSION,
+        complete=set(expected_shards) <= done,
+        shards=ShardCounts(
+            expected=len(expected_shards),
+            committed=len(done),
+            missing=tuple(sorted(set(expected_shards) - done)),
+        ),
+        tables=tables,
+        reject_reasons=dict(reasons.most_common()),
+        solved=sum(s.solved for s in stats),
+        tasks=TaskCounts(
+            committed=sum(s.tasks for s in stats),
+            with_episodes=sum(s.tasks_with_episodes for s in stats),
+        ),
+        steps_dropped=steps_dropped(reasons, tables["steps"].rows),
+        packages=package_versions(),
+        engine=engine,
+        pipeline=run.pipeline,
+        finished_at=time.time(),
+    )
+    storage.put(MANIFEST, manifest.to_json())
     storage.put("README.md", dataset_card(manifest).encode())
     return manifest
 
@@ -84,26 +100,24 @@ def finalize(
 STRAYS = (RejectReason.OFF_SCOPE, RejectReason.ERROR_PAGE, RejectReason.BLANK_PAGE)
 
 
-def steps_dropped(reasons: Counter[str], steps: int) -> dict[str, Any]:
+def steps_dropped(reasons: Counter[str], steps: int) -> StepsDropped:
     """Observations not kept because the page was out of scope, an error or blank: how many
     by reason, and their share of all observations (kept steps + dropped)."""
     by_reason = {r.value: reasons[r.value] for r in STRAYS if reasons[r.value]}
     total = sum(by_reason.values())
-    return {
-        "by_reason": by_reason,
-        "total": total,
-        "share": round(total / (steps + total), 4) if steps + total else 0.0,
-    }
+    return StepsDropped(
+        by_reason=by_reason,
+        total=total,
+        share=round(total / (steps + total), 4) if steps + total else 0.0,
+    )
 
 
-def _remove_uncommitted_parts(
-    storage: Storage, markers: list[dict[str, Any]], busy: set[int]
-) -> None:
+def _remove_uncommitted_parts(storage: Storage, markers: list[Marker], busy: set[int]) -> None:
     """Parts no marker vouches for are leftovers of a killed or failed attempt. This run is
     not writing when it finalizes, and shards another live run is writing are `busy`, so the
     rest can go: then every part in the folder is committed (once the other run is done too),
     and globbing `<table>/*.parquet` is safe. A rerun writes them again."""
-    kept = {f["key"] for m in markers for f in m["files"]}
+    kept = {f.key for m in markers for f in m.files}
     kept |= {part_key(table, shard) for table in TABLES for shard in busy}
     for table in TABLES:
         for key in storage.list(table):
@@ -111,12 +125,12 @@ def _remove_uncommitted_parts(
                 storage.delete(key)
 
 
-def _filled(manifest: dict[str, Any]) -> list[str]:
+def _filled(manifest: Manifest) -> list[str]:
     """The tables with rows, in TABLES order."""
-    return [t for t in TABLES if manifest["tables"][t]["rows"]]
+    return [t for t in TABLES if manifest.tables[t].rows]
 
 
-def dataset_info(manifest: dict[str, Any]) -> str:
+def dataset_info(manifest: Manifest) -> str:
     """The card's `dataset_info` YAML: features and row count of each table that has a config
     (`_configs`), from the schema."""
     filled = _filled(manifest)
@@ -127,13 +141,13 @@ def dataset_info(manifest: dict[str, Any]) -> str:
         lines += [f"- config_name: {table}", "  features:"]
         for name, feature in features.items():
             lines += [f"  - name: {name}", f"    {_feature_yaml(feature)}"]
-        info = manifest["tables"][table]
-        size = sum(f["bytes"] for f in info["files"])
+        info = manifest.tables[table]
+        size = sum(f.bytes for f in info.files)
         lines += [
             "  splits:",
             "  - name: train",
             f"    num_bytes: {size}",
-            f"    num_examples: {info['rows']}",
+            f"    num_examples: {info.rows}",
         ]
     return "\n".join(lines)
 
@@ -146,21 +160,21 @@ def _feature_yaml(feature: dict[str, Any]) -> str:
     return f"dtype: {feature['dtype']}"
 
 
-def _outcome_note(manifest: dict[str, Any]) -> str:
-    tasks, dropped = manifest.get("tasks", {}), manifest.get("steps_dropped", {})
+def _outcome_note(manifest: Manifest) -> str:
+    tasks, dropped = manifest.tasks, manifest.steps_dropped
     return (
-        f"Episodes from {tasks.get('with_episodes', 0)} of {tasks.get('committed', 0)} tasks. "
+        f"Episodes from {tasks.with_episodes} of {tasks.committed} tasks. "
         f"Observations dropped (out of scope, error or blank pages, never data): "
-        f"{dropped.get('total', 0)} ({dropped.get('share', 0.0):.1%})."
+        f"{dropped.total} ({dropped.share:.1%})."
     )
 
 
-def _engine_note(manifest: dict[str, Any]) -> str:
-    engine = manifest.get("engine")
+def _engine_note(manifest: Manifest) -> str:
+    engine = manifest.engine
     if not engine:
         return "No model was called (policy without a model)."
-    models = ", ".join(e["model"] for e in engine["endpoints"])
-    if engine["standin"]:
+    models = ", ".join(e.model for e in engine.endpoints)
+    if engine.standin:
         return (
             f"**The model columns come from datagen's engine stand-in ({models}): a load and protocol "
             "double whose answers are arbitrary, not a model's. Do not train on them.**"
@@ -171,7 +185,7 @@ def _engine_note(manifest: dict[str, Any]) -> str:
 DEFAULT_CONFIG = "steps"  # screenshot → action: what a computer-use model trains on first
 
 
-def _configs(manifest: dict[str, Any]) -> str:
+def _configs(manifest: Manifest) -> str:
     """The card's `configs`: one per table that has rows, `steps` the default (else the first
     with rows), so `load_dataset(<folder>)` needs no name. A table without rows has no config:
     `datasets` cannot load an empty split ("corresponds to no data"), and the Hub's viewer
@@ -186,19 +200,18 @@ def _configs(manifest: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def dataset_card(manifest: dict[str, Any]) -> str:
+def dataset_card(manifest: Manifest) -> str:
     """A Hugging Face dataset card: a config per table with rows (`steps` the default), counts,
     provenance."""
     info = dataset_info(manifest)
     configs = _configs(manifest)
     counts = "\n".join(
-        f"| {t} | {info['rows']} | {len(info['files'])} |" for t, info in manifest["tables"].items()
+        f"| {t} | {info.rows} | {len(info.files)} |" for t, info in manifest.tables.items()
     )
     reasons = (
-        "\n".join(f"| {r} | {n} |" for r, n in manifest["reject_reasons"].items())
-        or "| (none) | 0 |"
+        "\n".join(f"| {r} | {n} |" for r, n in manifest.reject_reasons.items()) or "| (none) | 0 |"
     )
-    name = manifest["pipeline"].get("name", "datagen")
+    name = manifest.pipeline.get("name", "datagen")
     return f"""---
 {configs}
 {info}
@@ -209,8 +222,8 @@ tags:
 ---
 # {name}
 
-Computer-use training data generated by datagen {manifest["packages"]["datagen"]}
-(run `{manifest["run_id"]}`, schema {manifest["schema_version"]}) with real Chromium.
+Computer-use training data generated by datagen {manifest.packages["datagen"]}
+(run `{manifest.run_id}`, schema {manifest.schema_version}) with real Chromium.
 
 - `episodes`: one row per episode: task, outcome (`success`, `status`), final screenshot.
 - `steps`: one row per step: screenshot before the action, the action (screenshot pixels and
@@ -224,7 +237,7 @@ Computer-use training data generated by datagen {manifest["packages"]["datagen"]
 |---|---|---|
 {counts}
 
-Solved episodes: {manifest["solved"]}. Complete: {manifest["complete"]}.
+Solved episodes: {manifest.solved}. Complete: {manifest.complete}.
 {_outcome_note(manifest)}
 {_engine_note(manifest)}
 

@@ -24,9 +24,7 @@ def committed_keys(storage: Storage, table: str) -> list[str]:
     """Keys of a table's parts whose shard has a completion marker, in shard order."""
     if table not in TABLES:
         raise ValueError(f"unknown table {table!r}; tables: {', '.join(TABLES)}")
-    return [
-        f["key"] for marker in read_markers(storage) for f in marker["files"] if f["table"] == table
-    ]
+    return [f.key for marker in read_markers(storage) for f in marker.files if f.table == table]
 
 
 def read_committed(uri: str, table: str = "steps", endpoint_url: str | None = None) -> ds.Dataset:

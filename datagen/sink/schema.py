@@ -1,4 +1,4 @@
-"""Output schemas, derived once from the `*Row` models in records.py.
+"""Output schemas, derived once from the `*Row` models in records/rows.py.
 
     records.*Row ─► arrow_schema()  (Parquet, with Hugging Face `datasets` feature metadata)
                  ─► json_schemas()  (schemas/*.schema.json, sync-tested)

@@ -18,9 +18,9 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 from datagen.errors import OutputError
+from datagen.sink.models import Marker, PartFile
 from datagen.sink.schema import TABLES
 from datagen.sink.storage import LocalStorage, ObjectStat, Storage
 from datagen.sink.writer import RUN_FILE, marker_keys, parse_marker, part_key
@@ -96,7 +96,7 @@ def verify_output(storage: Storage, full: bool = True) -> Report:
     if not keys and not storage.exists(RUN_FILE):
         raise OutputError(f"{storage.uri} holds no datagen output (no {RUN_FILE}, no markers)")
     report.shards, report.markers = len(keys), keys
-    markers: dict[int, dict[str, Any]] = {}
+    markers: dict[int, Marker] = {}
     with ThreadPoolExecutor(READERS) as pool:
         for (shard, key), outcome in zip(
             keys.items(), pool.map(lambda k: _read_marker(storage, *k), keys.items()), strict=True
@@ -110,29 +110,29 @@ def verify_output(storage: Storage, full: bool = True) -> Report:
         listing: dict[str, ObjectStat] = {}
         for table in TABLES:
             listing.update(storage.stat(table))
-        files = [(shard, f) for shard, m in markers.items() for f in m["files"]]
+        files = [(shard, f) for shard, m in markers.items() for f in m.files]
         report.parts = len(files)
         digests: dict[str, str] = {}
         if full:
-            present = [f["key"] for _, f in files if f["key"] in listing]
+            present = [f.key for _, f in files if f.key in listing]
             digests = dict(
                 zip(present, pool.map(lambda k: _sha256(storage, k), present), strict=True)
             )
             report.hashed_bytes = sum(listing[k].size for k in present)
-    recorded = {f["sha256"]: (shard, f["table"]) for shard, f in files}
+    recorded = {f.sha256: (shard, f.table) for shard, f in files}
     for shard, f in files:
-        problem = _check(shard, f, listing.get(f["key"]), digests.get(f["key"]), recorded)
+        problem = _check(shard, f, listing.get(f.key), digests.get(f.key), recorded)
         if problem is not None:
             report.problems.append(problem)
     # parts of a shard whose marker is unreadable are reported with it, not again here
     vouched = {part_key(t, shard) for shard in keys for t in TABLES}
-    vouched |= {f["key"] for _, f in files}
+    vouched |= {f.key for _, f in files}
     report.uncommitted = sorted(k for k in listing if k.endswith(".parquet") and k not in vouched)
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _read_marker(storage: Storage, shard: int, key: str) -> dict[str, Any] | str:
+def _read_marker(storage: Storage, shard: int, key: str) -> Marker | str:
     """The marker, or why it cannot be trusted."""
     try:
         return parse_marker(storage.get(key), shard)
@@ -167,17 +167,17 @@ def _chunks(storage: Storage, key: str, size: int = 1 << 20) -> Iterator[bytes]:
 
 def _check(
     shard: int,
-    f: dict[str, Any],
+    f: PartFile,
     stat: ObjectStat | None,
     digest: str | None,
     recorded: dict[str, tuple[int, str]],
 ) -> Problem | None:
-    key, size = f["key"], f["bytes"]
+    key, size = f.key, f.bytes
     if stat is None:
         return Problem(shard, "missing", key, f"not in the output (the marker says {size} bytes)")
     if digest is not None and digest.startswith("unreadable: "):
         return Problem(shard, "unreadable", key, digest.removeprefix("unreadable: "))
-    if digest == f["sha256"]:
+    if digest == f.sha256:
         return None
     owner = recorded.get(digest or "")
     if owner is not None:
@@ -192,7 +192,7 @@ def _check(
         shard,
         "altered",
         key,
-        f"sha256 {digest[:12]}…, the marker says {f['sha256'][:12]}… (same size)",
+        f"sha256 {digest[:12]}…, the marker says {f.sha256[:12]}… (same size)",
     )
 
 

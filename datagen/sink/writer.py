@@ -25,10 +25,12 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from datagen import SCHEMA_VERSION, __version__
 from datagen.errors import OutputError
+from datagen.records import ShardResult
+from datagen.sink.models import Marker, PartFile, RunInfo, to_json
 from datagen.sink.schema import TABLES, arrow_schema, image_columns
 from datagen.sink.storage import Storage
 
@@ -65,56 +67,62 @@ def parquet_bytes(table: str, rows: Sequence[BaseModel]) -> tuple[bytes, int]:
 
 
 def write_shard(
-    storage: Storage, shard: int, tables: Mapping[str, Sequence[BaseModel]], stats: dict[str, Any]
-) -> dict[str, Any]:
+    storage: Storage, shard: int, tables: Mapping[str, Sequence[BaseModel]], stats: ShardResult
+) -> Marker:
     """Write one part per table, then the shard's marker. Returns the marker."""
     files = []
     for table in TABLES:
         data, rows = parquet_bytes(table, tables.get(table, []))
         key = part_key(table, shard)
         storage.put(key, data)
-        files.append(
-            {
-                "table": table,
-                "key": key,
-                "rows": rows,
-                "bytes": len(data),
-                "sha256": hashlib.sha256(data).hexdigest(),
-            }
-        )
-    marker = {"shard": shard, "files": files, "stats": stats, "written_at": time.time()}
-    storage.put(marker_key(shard), json.dumps(marker, indent=1).encode())
+        digest = hashlib.sha256(data).hexdigest()
+        files.append(PartFile(table=table, key=key, rows=rows, bytes=len(data), sha256=digest))
+    marker = Marker(shard=shard, files=tuple(files), stats=stats, written_at=time.time())
+    storage.put(marker_key(shard), to_json(marker))
     return marker
 
 
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
-FILE_FIELDS: dict[str, type] = {"table": str, "key": str, "rows": int, "bytes": int, "sha256": str}
+FILE_FIELDS = tuple(PartFile.model_fields)
 
 
-def parse_marker(raw: bytes, shard: int) -> dict[str, Any]:
+def parse_marker(raw: bytes, shard: int) -> Marker:
     """A marker's JSON, checked for the shape `write_shard` gives it: one file per table at its
-    own shard's part key, with rows, bytes and a sha256. Raises ValueError saying what is off."""
+    own shard's part key, with rows, bytes and a sha256, and the shard's stats. Raises
+    ValueError saying what is off."""
     try:
-        marker = json.loads(raw)
+        data = json.loads(raw)
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
         raise ValueError(f"not JSON ({exc})") from None
-    if not isinstance(marker, dict) or marker.get("shard") != shard:
+    if not isinstance(data, dict) or data.get("shard") != shard:
         raise ValueError(f"not the marker of shard {shard}")
-    files, stats = marker.get("files"), marker.get("stats")
+    files, stats = data.get("files"), data.get("stats")
     if not isinstance(files, list) or not isinstance(stats, dict):
         raise ValueError("no `files` list or no `stats`")
-    for f in files:
-        if not isinstance(f, dict) or any(
-            not isinstance(f.get(name), kind) for name, kind in FILE_FIELDS.items()
-        ):
-            raise ValueError(f"a file entry lacks {', '.join(FILE_FIELDS)}: {f!r:.200}")
-        if f["table"] not in TABLES or f["key"] != part_key(f["table"], shard):
-            raise ValueError(f"a file entry names {f['key']!r} for table {f['table']!r}")
-        if f["rows"] < 0 or f["bytes"] < 0 or not SHA256.match(f["sha256"]):
-            raise ValueError(f"bad rows, bytes or sha256 for {f['key']}")
+    for f in map(_part_file, files):
+        if f.table not in TABLES or f.key != part_key(f.table, shard):
+            raise ValueError(f"a file entry names {f.key!r} for table {f.table!r}")
+        if f.rows < 0 or f.bytes < 0 or not SHA256.match(f.sha256):
+            raise ValueError(f"bad rows, bytes or sha256 for {f.key}")
     if sorted(f["table"] for f in files) != sorted(TABLES):
         raise ValueError(f"files for {sorted(f['table'] for f in files)}, not one per table")
-    return marker
+    try:
+        return Marker.model_validate(data)
+    except ValidationError as exc:
+        raise ValueError(f"not a marker's shape: {_first_error(exc)}") from None
+
+
+def _part_file(entry: object) -> PartFile:
+    try:
+        return PartFile.model_validate(entry)
+    except ValidationError:
+        raise ValueError(f"a file entry lacks {', '.join(FILE_FIELDS)}: {entry!r:.200}") from None
+
+
+def _first_error(exc: ValidationError) -> str:
+    problem = exc.errors()[0]
+    where = ".".join(map(str, problem["loc"]))
+    return f"{where}: {problem['msg']}" if where else problem["msg"]
 
 
 def completed_shards(storage: Storage) -> set[int]:
@@ -138,7 +146,7 @@ def claim_output(storage: Storage, run_id: str, pipeline: dict[str, Any]) -> boo
     (`Storage.put_new`): of runs claiming an empty output at the same moment exactly one gets
     it; the others read its `_run.json` and resume (the same run) or are refused.
     """
-    existing = _run_info(storage)
+    existing = read_run(storage)
     if existing is None:
         foreign = [key for key in storage.list("") if not key.startswith(".")][:3]
         if foreign and not storage.exists(RUN_FILE):
@@ -146,29 +154,39 @@ def claim_output(storage: Storage, run_id: str, pipeline: dict[str, Any]) -> boo
                 f"{storage.uri} is not empty and holds no datagen run ({', '.join(foreign)}, ...); "
                 "fix: choose an empty or new folder with --output"
             )
-        info = {
-            "run_id": run_id,
-            "schema_version": SCHEMA_VERSION,
-            "datagen_version": __version__,
-            "pipeline": pipeline,
-            "started_at": time.time(),
-        }
-        if not foreign and storage.put_new(RUN_FILE, json.dumps(info, indent=1).encode()):
+        info = RunInfo(
+            run_id=run_id,
+            schema_version=SCHEMA_VERSION,
+            datagen_version=__version__,
+            pipeline=pipeline,
+            started_at=time.time(),
+        )
+        if not foreign and storage.put_new(RUN_FILE, to_json(info)):
             return False
-        existing = _run_info(storage) or {}  # another run claimed it first, a moment ago
-    if existing.get("run_id") != run_id:
+        existing = read_run(storage)  # another run claimed it first, a moment ago
+    if existing is None or existing.run_id != run_id:
         raise OutputError(
-            f"{storage.uri} holds run {existing.get('run_id')} (another pipeline or task list); "
-            "fix: choose another output with --output, or delete that folder"
+            f"{storage.uri} holds run {existing and existing.run_id} (another pipeline or task "
+            "list); fix: choose another output with --output, or delete that folder"
         )
     return True
 
 
-def _run_info(storage: Storage) -> dict[str, Any] | None:
-    return json.loads(storage.get(RUN_FILE)) if storage.exists(RUN_FILE) else None
+def read_run(storage: Storage) -> RunInfo | None:
+    """The output's `_run.json`, None when there is none. OutputError when it is not one
+    datagen wrote."""
+    if not storage.exists(RUN_FILE):
+        return None
+    try:
+        return RunInfo.model_validate_json(storage.get(RUN_FILE))
+    except ValidationError as exc:
+        raise OutputError(
+            f"{storage.uri}/{RUN_FILE} is not a datagen run's claim ({_first_error(exc)}); "
+            "fix: choose another output with --output, or delete that folder"
+        ) from None
 
 
-def read_markers(storage: Storage) -> list[dict[str, Any]]:
+def read_markers(storage: Storage) -> list[Marker]:
     """Every readable marker, in shard order. A marker that is not JSON of the right shape is
     skipped with a warning naming it: its shard counts as not committed (`datagen verify`
     reports it, a rerun redoes the shard)."""

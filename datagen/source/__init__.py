@@ -11,11 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from datagen.config import (
-    JsonlSource,
+    JsonlSourceConfig,
     PipelineConfig,
-    SitesSource,
-    UrlsSource,
-    WebVoyagerSource,
+    SitesSourceConfig,
+    UrlsSourceConfig,
+    WebVoyagerSourceConfig,
 )
 from datagen.errors import SourceError
 from datagen.records import TaskSpec
@@ -42,12 +42,12 @@ __all__ = [
 
 def _readers(config: PipelineConfig) -> dict[type, Callable[..., list[TaskSpec]]]:
     return {
-        SitesSource: lambda s: read_sites(
+        SitesSourceConfig: lambda s: read_sites(
             config.resolve(s.dir) if s.dir else BUNDLED_SITES, s.sites
         ),
-        JsonlSource: lambda s: read_native(config.resolve(s.path), s.limit),
-        WebVoyagerSource: lambda s: read_webvoyager(config.resolve(s.path), s.limit),
-        UrlsSource: lambda s: read_urls(config.resolve(s.path), s.instruction, s.limit),
+        JsonlSourceConfig: lambda s: read_native(config.resolve(s.path), s.limit),
+        WebVoyagerSourceConfig: lambda s: read_webvoyager(config.resolve(s.path), s.limit),
+        UrlsSourceConfig: lambda s: read_urls(config.resolve(s.path), s.instruction, s.limit),
     }
 
 
@@ -92,7 +92,7 @@ def shard_tasks(tasks: list[TaskSpec], tasks_per_shard: int) -> list[list[TaskSp
 def sites_root(config: PipelineConfig) -> Path:
     """The folder `site://` URLs resolve against: the first `sites` source's, else the bundled one."""
     for source in config.sources:
-        if isinstance(source, SitesSource) and source.dir:
+        if isinstance(source, SitesSourceConfig) and source.dir:
             return config.resolve(source.dir)
     return BUNDLED_SITES
 
@@ -105,7 +105,7 @@ def checked_sites_root(config: PipelineConfig) -> Path:
     named = [
         name
         for s in config.sources
-        if isinstance(s, SitesSource)
+        if isinstance(s, SitesSourceConfig)
         and (config.resolve(s.dir) if s.dir else BUNDLED_SITES) == root
         for name in s.sites or []
     ]

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from datagen.browser.session import BrowserHost, NavigationFailed
-from datagen.config import BrowserConfig
-from datagen.engine.sim import SimConfig, SimServer
+from datagen.browser.host import BrowserHost
+from datagen.browser.navigation import NavigationFailed
+from datagen.config import BrowserConfig, SimConfig
+from datagen.engine.sim import SimServer
 from datagen.pipeline import ShardContext, run_shard
 from datagen.records import Goto, TaskSpec
 from datagen.sink.storage import LocalStorage
-from tests.conftest import make_config, run_shard_with_engines
-from tests.integration.test_pipeline import read
+from tests.helpers import make_config, read, run_shard_with_engines
 
 pytestmark = pytest.mark.browser
 # a port out of range, an unclosed bracket, a port that is no number: Python raises on these

@@ -6,25 +6,28 @@ import asyncio
 import io
 import logging
 import time
+from typing import Any
 
 import psutil
 import pytest
 from PIL import Image
 
-from datagen.browser.session import BrowserHost, NavigationFailed
+from datagen.browser.host import BrowserHost
+from datagen.browser.navigation import NavigationFailed
 from datagen.config import BrowserConfig
-from datagen.records import Click, Key, Scroll, SuccessCheck, TypeText
-from tests.conftest import closed_port
+from datagen.records import Box, Click, Element, Key, Observation, Scroll, SuccessCheck, TypeText
+from datagen.source.serve import SiteServer
+from tests.helpers import ReadyPlugin, closed_port
 
 pytestmark = pytest.mark.browser
 
 
-def test_observation_at_device_scale(browser_plugin, pages) -> None:  # type: ignore[no-untyped-def]
+def test_observation_at_device_scale(browser_plugin: ReadyPlugin, pages: SiteServer) -> None:
     config = BrowserConfig(
         device_scale_factor=2, viewport={"width": 640, "height": 400}, image_format="png"
     )
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario() -> Observation:
         host = BrowserHost(config, allow=[pages.origin])
         await host.start()
         try:
@@ -48,13 +51,14 @@ def test_observation_at_device_scale(browser_plugin, pages) -> None:  # type: ig
     # The screenshot really is at 2x: the red cover starts at CSS y=90, device y=180.
     rgb = image.convert("RGB")
     red, white = rgb.getpixel((400, 185)), rgb.getpixel((400, 175))
+    assert isinstance(red, tuple) and isinstance(white, tuple)  # an RGB image's pixels
     assert red[0] > 150 and red[1] < 100 and min(white) > 200
 
 
-def test_actions_use_real_input(browser_plugin, pages) -> None:  # type: ignore[no-untyped-def]
+def test_actions_use_real_input(browser_plugin: ReadyPlugin, pages: SiteServer) -> None:
     host = browser_plugin.host
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario() -> tuple[list[str | None], str, bool, Observation, str | None]:
         async with host.session() as session:
             await session.goto(pages.base_url + "occluded.html")
             obs = await session.observe()
@@ -82,13 +86,13 @@ def test_actions_use_real_input(browser_plugin, pages) -> None:  # type: ignore[
     assert missing and "NoSuchKey" in missing  # an action error is returned, not raised
 
 
-def test_checks_and_navigation_failure(browser_plugin) -> None:  # type: ignore[no-untyped-def]
+def test_checks_and_navigation_failure(browser_plugin: ReadyPlugin) -> None:
     host, sites = browser_plugin.host, browser_plugin.sites
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario() -> list[Any]:  # the checks' booleans, then the errors' messages
         async with host.session() as session:
             await session.goto(sites.resolve("site://table/"))
-            results = [
+            results: list[Any] = [
                 await session.check(SuccessCheck(url_contains="/table/")),
                 await session.check(SuccessCheck(url_contains="/todo/")),
                 await session.check(
@@ -112,7 +116,7 @@ def test_checks_and_navigation_failure(browser_plugin) -> None:  # type: ignore[
     assert "HTTP 404" in results[5]
 
 
-def test_one_merged_disable_features_switch(browser_plugin) -> None:  # type: ignore[no-untyped-def]
+def test_one_merged_disable_features_switch(browser_plugin: ReadyPlugin) -> None:
     lines = []
     for proc in psutil.Process().children(recursive=True):  # only this test's browsers
         try:
@@ -130,8 +134,10 @@ def test_one_merged_disable_features_switch(browser_plugin) -> None:  # type: ig
         )  # ours and Playwright's
 
 
-def test_element_scan_survives_a_page_that_replaces_json(browser_plugin, pages) -> None:  # type: ignore[no-untyped-def]
-    async def scenario():  # type: ignore[no-untyped-def]
+def test_element_scan_survives_a_page_that_replaces_json(
+    browser_plugin: ReadyPlugin, pages: SiteServer
+) -> None:
+    async def scenario() -> Observation:
         async with browser_plugin.host.session() as session:
             await session.goto(pages.base_url + "json_override.html")
             return await session.observe()
@@ -140,7 +146,9 @@ def test_element_scan_survives_a_page_that_replaces_json(browser_plugin, pages) 
     assert {e.selector for e in obs.elements} == {"#go", "#help"}
 
 
-def test_an_overrun_logs_where_the_loop_is_stuck(browser_plugin, caplog) -> None:  # type: ignore[no-untyped-def]
+def test_an_overrun_logs_where_the_loop_is_stuck(
+    browser_plugin: ReadyPlugin, caplog: pytest.LogCaptureFixture
+) -> None:
     """A shard past its limit: the log names the awaits it is stuck in, then the work stops."""
 
     async def stuck_on_purpose() -> None:
@@ -156,8 +164,8 @@ def test_an_overrun_logs_where_the_loop_is_stuck(browser_plugin, caplog) -> None
 
 
 def test_overrun_log_names_a_blocked_loop_and_not_a_coroutines_own_timeout(
-    browser_plugin, caplog
-) -> None:  # type: ignore[no-untyped-def]
+    browser_plugin: ReadyPlugin, caplog: pytest.LogCaptureFixture
+) -> None:
     async def blocks_the_loop() -> None:
         time.sleep(6)  # synchronous: the loop cannot answer where() (it waits 5 s)
 
@@ -173,12 +181,14 @@ def test_overrun_log_names_a_blocked_loop_and_not_a_coroutines_own_timeout(
     assert "the loop itself is blocked" in caplog.text and "in blocks_the_loop" in caplog.text
 
 
-def test_an_open_select_list_occludes_what_it_covers(browser_plugin, pages) -> None:  # type: ignore[no-untyped-def]
+def test_an_open_select_list_occludes_what_it_covers(
+    browser_plugin: ReadyPlugin, pages: SiteServer
+) -> None:
     """Chromium draws an open <select>'s options as a native popup: in the screenshot, not in
     the DOM, so hit tests see through it. Elements under the list must not be grounded."""
     host = browser_plugin.host
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario() -> tuple[Observation, Observation, Element]:
         async with host.session() as session:
             await session.goto(pages.base_url + "select-open.html")
             closed = await session.observe()
@@ -200,12 +210,11 @@ def test_an_open_select_list_occludes_what_it_covers(browser_plugin, pages) -> N
     # is open (its rows are drawn there), while the far button's pixels do not change.
     left = int(next(e for e in closed.elements if e.tag == "select").box.x)  # where it drops
 
-    def region(shot: bytes, box: object, width: int) -> Image.Image:
-        b = box  # CSS px = image px at scale 1
-        crop = (left, int(b.y), left + width, int(b.y + b.height))  # type: ignore[attr-defined]
+    def region(shot: bytes, b: Box, width: int) -> Image.Image:  # CSS px = image px at scale 1
+        crop = (left, int(b.y), left + width, int(b.y + b.height))
         return Image.open(io.BytesIO(shot)).convert("L").crop(crop)
 
-    def change(box: object) -> float:
+    def change(box: Box) -> float:
         a, b = region(closed.screenshot, box, 40), region(opened.screenshot, box, 40)
         return sum(abs(p - q) for p, q in zip(a.tobytes(), b.tobytes(), strict=True)) / (
             a.width * a.height
@@ -215,12 +224,14 @@ def test_an_open_select_list_occludes_what_it_covers(browser_plugin, pages) -> N
     assert change(after["#far"].box) < 2
 
 
-def test_settle_waits_for_a_late_render_but_not_for_a_poll(browser_plugin, pages) -> None:  # type: ignore[no-untyped-def]
+def test_settle_waits_for_a_late_render_but_not_for_a_poll(
+    browser_plugin: ReadyPlugin, pages: SiteServer
+) -> None:
     """The first observation holds what renders from a timer after `load`, and a page that
     polls forever still settles: the poll is not waited for (its settle ends quiet)."""
     host = browser_plugin.host
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario() -> tuple[Observation, bool]:
         async with host.session() as session:
             await session.goto(pages.base_url + "poll.html")
             first = await session.observe()
@@ -233,13 +244,15 @@ def test_settle_waits_for_a_late_render_but_not_for_a_poll(browser_plugin, pages
     assert quiet  # the endless poll did not hold the page "busy" until the timeout
 
 
-def test_animated_elements_are_unstable_even_when_still(browser_plugin, pages) -> None:  # type: ignore[no-untyped-def]
+def test_animated_elements_are_unstable_even_when_still(
+    browser_plugin: ReadyPlugin, pages: SiteServer
+) -> None:
     """A box measured still at one instant can be mid-animation: elements under a running CSS
     animation of geometry, or under an element whose style a script rewrites every frame, are
     not trusted to match a screenshot. The page still settles (its restyles are not waited for)."""
     host = browser_plugin.host
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario() -> tuple[Observation, bool, Observation]:
         async with host.session() as session:
             await session.goto(pages.base_url + "movers.html")
             obs = await session.observe()

@@ -12,14 +12,15 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.integration.test_integrity import each_task_once, pipeline_file
-from tests.integration.test_run_cli import datagen
+from tests.helpers import datagen, each_task_once, sites_pipeline
 
-pytestmark = [pytest.mark.browser, pytest.mark.cluster, pytest.mark.slow]
+# each test chains CLI runs bounded at 300 s apiece
+pytestmark = [pytest.mark.browser, pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(900)]
 TASKS = 6
 
 
@@ -27,7 +28,7 @@ def count(folder: Path, pattern: str) -> int:
     return len(list(folder.glob(pattern))) if folder.is_dir() else 0
 
 
-def wait_for(condition, what: str, limit_s: float = 180) -> None:  # type: ignore[no-untyped-def]
+def wait_for(condition: Callable[[], object], what: str, limit_s: float = 180) -> None:
     deadline = time.monotonic() + limit_s
     while not condition():
         assert time.monotonic() < deadline, f"never happened: {what}"
@@ -35,7 +36,7 @@ def wait_for(condition, what: str, limit_s: float = 180) -> None:  # type: ignor
 
 
 def test_a_second_run_waits_and_takes_over_from_a_killed_first(tmp_path: Path) -> None:
-    pipeline, out = pipeline_file(tmp_path, limit=TASKS), tmp_path / "out"
+    pipeline, out = sites_pipeline(tmp_path, limit=TASKS), tmp_path / "out"
     command = [sys.executable, "-m", "datagen", "run", str(pipeline), "--output", str(out)]
     env = {**os.environ, "COLUMNS": "200"}
     logs = {name: (tmp_path / f"{name}.log").open("wb") for name in ("first", "second")}
@@ -95,7 +96,7 @@ def test_a_second_run_waits_and_takes_over_from_a_killed_first(tmp_path: Path) -
 
 
 def test_a_second_run_computes_nothing_the_first_is_computing(tmp_path: Path) -> None:
-    pipeline, out = pipeline_file(tmp_path, limit=TASKS), tmp_path / "out"
+    pipeline, out = sites_pipeline(tmp_path, limit=TASKS), tmp_path / "out"
     command = [sys.executable, "-m", "datagen", "run", str(pipeline), "--output", str(out)]
     env = {**os.environ, "COLUMNS": "200"}
     with (tmp_path / "first.log").open("wb") as sink:

@@ -9,6 +9,7 @@ import re
 import socket
 import time
 import urllib.request
+from typing import Any
 from urllib.parse import urlsplit
 
 import psutil
@@ -74,9 +75,10 @@ def test_an_exposed_dashboard_is_printed_as_exposed() -> None:
     assert urlsplit(dask_link).hostname == "127.0.0.1"  # why datagen prints its own
 
 
-def _report_figures(dask_worker) -> None:  # type: ignore[no-untyped-def]
+def _report_figures(dask_worker: Any) -> None:  # a distributed Worker (run by client.run)
     """On a worker: a meter with known figures, registered as the browser plugin does."""
-    from datagen.observe.meter import Meter, register
+    from datagen.observe.meter import Meter
+    from datagen.runtime.metrics import register
 
     meter = Meter()
     meter.gauges["browser"] = lambda: {"browser_memory_mb": 100.0}
@@ -91,13 +93,13 @@ def test_datagen_figures_are_readable_on_the_dashboard() -> None:
     every figure, a total only where one adds up."""
     from distributed.dashboard.components.scheduler import WorkerTable
 
-    from datagen.observe.meter import HEADLINE
     from datagen.runtime.dashboard import add_page
+    from datagen.runtime.metrics import HEADLINE
 
     with connect(ClusterConfig(workers=2)) as client:
         client.run(_report_figures)
         assert add_page(client) and add_page(client)  # added once, asked twice
-        scheduler = client.cluster.scheduler  # type: ignore[union-attr]
+        scheduler = client.cluster.scheduler
         deadline = time.monotonic() + 60  # the next heartbeats carry the figures
         while time.monotonic() < deadline and not all(
             ws.metrics.get("datagen", {}).get("steps") == 7 for ws in scheduler.workers.values()

@@ -33,7 +33,7 @@ import pytest
 
 from datagen.runtime.plugin import BrowserPlugin
 from datagen.source.serve import SiteServer
-from tests.conftest import make_config, set_up
+from tests.helpers import ReadyPlugin, make_config, set_up
 
 pytestmark = pytest.mark.browser
 
@@ -204,7 +204,7 @@ def netlog(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def worker(
     pages: SiteServer, netlog: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[BrowserPlugin]:
+) -> Iterator[ReadyPlugin]:
     """The worker's browser plugin as `run` sets it up (guard and egress proxy on, the test
     pages allowed), plus Chromium's NetLog: the only place a DNS lookup of its own shows."""
     config = make_config(
@@ -233,7 +233,7 @@ def listeners(names: Iterable[str]) -> Iterator[dict[str, Listener]]:
 
 
 def probe_all(
-    worker: BrowserPlugin, pages: SiteServer, probes: dict[str, tuple[Listener, str]]
+    worker: ReadyPlugin, pages: SiteServer, probes: dict[str, tuple[Listener, str]]
 ) -> dict[str, dict[str, Any]]:
     """Open each probe's page (name → its listener and the host it names) at once, each in a
     fresh episode context of its own, and watch each for its whole window from when its call
@@ -314,7 +314,7 @@ MDNS_PROBES = ["host-candidates", "remote-candidate-mdns"]
 
 
 def test_nothing_reaches_a_listener_outside_the_allow_list(
-    worker: BrowserPlugin, pages: SiteServer, netlog: Path
+    worker: ReadyPlugin, pages: SiteServer, netlog: Path
 ) -> None:
     host = "localhost"  # resolves to 127.0.0.1, where the listeners are; not in browser.allow
     prefetched = f"egress-probe-{uuid.uuid4().hex[:12]}.example"
@@ -343,7 +343,7 @@ def test_nothing_reaches_a_listener_outside_the_allow_list(
 
 
 def test_nothing_reaches_a_listener_or_the_mdns_group(
-    worker: BrowserPlugin, pages: SiteServer
+    worker: ReadyPlugin, pages: SiteServer
 ) -> None:
     # Chromium still asks the link's mDNS group who has this name (no switch stops that
     # lookup: a known limit, docs/reliability.md); the answer, 127.0.0.1, must lead nowhere
@@ -368,7 +368,7 @@ def test_nothing_reaches_a_listener_or_the_mdns_group(
 
 
 @pytest.fixture(scope="module")
-def unguarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrowserPlugin]:
+def unguarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReadyPlugin]:
     """The same worker set-up with `browser.url_guard: false`: no egress proxy, so Chromium's
     own WebRTC and WebTransport."""
     config = make_config(tmp_path_factory.mktemp("unguarded"), browser={"url_guard": False})
@@ -380,7 +380,7 @@ CONTROL = ["stun-ip", "remote-candidate", "webtransport"]
 
 
 def test_the_probes_do_arrive_when_nothing_stops_them(
-    unguarded: BrowserPlugin, pages: SiteServer
+    unguarded: ReadyPlugin, pages: SiteServer
 ) -> None:
     """The control: unguarded, the same probes reach the same listeners, so the silence above
     is the launch switches' and the proxy's doing, not a probe that never sends."""

@@ -4,12 +4,14 @@ capacity when that changes mid-run (POST /sim/config), from /metrics alone."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import httpx
 
+from datagen.config import SimConfig
 from datagen.engine.client import EngineClient
 from datagen.engine.control import InFlightController
-from datagen.engine.sim import SimConfig, SimServer
+from datagen.engine.sim import SimServer
 
 CHAT = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 200}
 
@@ -18,7 +20,7 @@ def test_budget_follows_the_engine_capacity() -> None:
     config = SimConfig(speed_factor=5, max_num_seqs=32, text_reply="x" * 400)
     with SimServer(config) as server:
 
-        async def scenario() -> tuple[list[tuple[str, int, int]], dict[str, object]]:
+        async def scenario() -> tuple[list[tuple[str, int, int]], dict[str, Any]]:
             async with EngineClient(server.url, max_in_flight=100, retries=0) as client:
                 controller = InFlightController(100, start=100)
                 control = asyncio.create_task(client.control(controller, interval_s=0.2))

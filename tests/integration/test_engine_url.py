@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from datagen.engine.sim import SimConfig, SimServer
-from tests.integration.test_run_cli import datagen, rows
+from datagen.config import SimConfig
+from datagen.engine.sim import SimServer
+from tests.helpers import datagen, rows
 
 pytestmark = [pytest.mark.browser, pytest.mark.cluster]
 

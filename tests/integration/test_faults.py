@@ -1,6 +1,8 @@
 """The fault-injection suite: hostile local pages, engine faults from the stand-in, a browser
-killed mid-episode and a Dask worker killed mid-run, all in one pipeline run. Every task must
-end exactly once, as an episode or as a reject with the reason its fault calls for.
+killed mid-episode and a Dask worker killed mid-run, all in one pipeline run. Each kill is
+checked (the process is gone) and so is what the run makes of it: the shard whose browser died
+runs again, the killed worker is reported lost, and the run still ends complete, with every
+task ended exactly once, as an episode or as a reject with the reason its fault calls for.
 
     bash scripts/test.sh -m faults -s      # -s shows the counts
 """
@@ -9,21 +11,32 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import re
 import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 import pytest
 import yaml
 
-from datagen.engine.sim import SimConfig, SimServer
-from tests.conftest import FIXTURES
-from tests.integration.test_run_cli import datagen, rows
+from datagen.config import SimConfig
+from datagen.engine.sim import SimServer
+from tests.helpers import FIXTURES, rows
 
-pytestmark = [pytest.mark.browser, pytest.mark.cluster, pytest.mark.slow, pytest.mark.faults]
+# each test chains CLI runs bounded at 300 s apiece
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.cluster,
+    pytest.mark.slow,
+    pytest.mark.faults,
+    pytest.mark.timeout(900),
+]
 ENGINE = {"engine_unavailable", "engine_rejected", "model_parse_error", "model_off_screen"}
 EXPECTED = {  # what may end each task: an episode, or these reasons
     "hostile-spin": {"timeout_step"} | ENGINE,
@@ -31,6 +44,8 @@ EXPECTED = {  # what may end each task: an episode, or these reasons
     "hostile-file": {"blocked_url"},
 }
 REPEATS = 2
+KILL_WITHIN_S = 240  # both kills happen early in the run (after its first and second shard)
+GONE_WITHIN_S = 30  # a SIGKILLed process is reaped by its parent well within this
 
 
 def write_pipeline(folder: Path, engine_url: str) -> Path:
@@ -54,15 +69,85 @@ def write_pipeline(folder: Path, engine_url: str) -> Path:
     return path
 
 
-def descendants(pid: int) -> list[psutil.Process]:
-    try:
-        return psutil.Process(pid).children(recursive=True)
-    except psutil.Error:
-        return []
+@dataclass
+class Kill:
+    """One process the test killed: what it was, its pid, the ports it listened on (a Dask
+    worker's address is among them), and the run log's length when it was killed."""
+
+    what: str
+    pid: int
+    ports: set[int]
+    log_at: int
 
 
-def markers(out: Path) -> int:
-    return len(list((out / "_markers").glob("*.json"))) if (out / "_markers").exists() else 0
+class Run:
+    """The `datagen run` under test as a subprocess, its output in a file (a full pipe would
+    block it), and the processes under it."""
+
+    def __init__(self, pipeline: Path, out: Path, log: Path) -> None:
+        self.out, self.log_path = out, log
+        self._log = log.open("w")
+        command = [sys.executable, "-m", "datagen", "run", str(pipeline), "--output", str(out)]
+        env = {**os.environ, "COLUMNS": "400"}  # log lines unwrapped: the test reads them
+        self.proc = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT, env=env)
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def markers(self) -> int:
+        folder = self.out / "_markers"
+        return len(list(folder.glob("*.json"))) if folder.exists() else 0
+
+    def descendants(self) -> list[psutil.Process]:
+        try:
+            return _descendants(psutil.Process(self.proc.pid))
+        except psutil.Error:  # the run has ended
+            return []
+
+    def browsers(self) -> list[psutil.Process]:
+        """Chromium's browser processes (not its zygotes, GPU or renderer children) with a page
+        open: a renderer under them."""
+        return [
+            p
+            for p in self.descendants()
+            if _flag(p, "--datagen-browser=")
+            and "chrom" not in _name(_parent(p))
+            and any(_flag(c, "--type=renderer") for c in _descendants(p))
+        ]
+
+    def workers(self) -> list[psutil.Process]:
+        """The Dask worker processes (spawned by their nannies) that run a browser."""
+        return [
+            p
+            for p in self.descendants()
+            if "spawn_main" in " ".join(_cmdline(p))
+            and any(_flag(c, "--datagen-browser=") for c in _descendants(p))
+        ]
+
+    def kill(self, what: str, process: psutil.Process) -> Kill:
+        """SIGKILL the process and wait until it is gone."""
+        ports = _listening(process)
+        at = len(self.log())
+        process.kill()
+        assert _gone(process), f"the {what} (pid {process.pid}) survived SIGKILL"
+        return Kill(what, process.pid, ports, at)
+
+    def wait_for(self, what: str, condition: Callable[[], bool], deadline: float) -> None:
+        while not condition():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"never happened: {what}; the run's log ends:\n{self.log()[-4000:]}")
+            time.sleep(0.1)
+
+    def finish(self, timeout: float) -> int:
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            for process in [*self.descendants(), self.proc]:  # workers and browsers too
+                with contextlib.suppress(psutil.Error, ProcessLookupError):
+                    process.kill()
+            pytest.fail("the run hung; its log ends:\n" + self.log()[-4000:])
+        finally:
+            self._log.close()
 
 
 def test_every_task_ends_once_through_all_the_faults(tmp_path: Path) -> None:
@@ -71,46 +156,36 @@ def test_every_task_ends_once_through_all_the_faults(tmp_path: Path) -> None:
     )
     out = tmp_path / "out"
     with SimServer(faults) as sim:
-        pipeline = write_pipeline(tmp_path, sim.url)
-        log = (tmp_path / "run.log").open(
-            "w"
-        )  # a file, not a pipe: a full pipe would block the run
-        command = [sys.executable, "-m", "datagen", "run", str(pipeline), "--output", str(out)]
-        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-        killed = {"browser": False, "worker": False}
-        deadline = time.monotonic() + 240
-        while proc.poll() is None and time.monotonic() < deadline and not all(killed.values()):
-            procs = descendants(proc.pid)
-            browsers = [
-                p
-                for p in procs
-                if any(a.startswith("--datagen-browser=") for a in _cmdline(p))
-                and p.parent()
-                and "chrom" not in p.parent().name()
-            ]
-            workers = [p for p in procs if "spawn_main" in " ".join(_cmdline(p))]
-            if not killed["browser"] and markers(out) >= 1 and browsers:
-                browsers[0].kill()  # Chromium dies under running episodes
-                killed["browser"] = True
-            elif killed["browser"] and not killed["worker"] and markers(out) >= 2 and workers:
-                workers[-1].kill()  # a whole Dask worker dies
-                killed["worker"] = True
-            time.sleep(0.1)
-        try:
-            proc.wait(timeout=300)
-        except subprocess.TimeoutExpired:
-            for process in [*descendants(proc.pid), proc]:  # workers and browsers too
-                with contextlib.suppress(psutil.Error, ProcessLookupError):
-                    process.kill()
-            pytest.fail(
-                "the run hung; its log ends:\n" + (tmp_path / "run.log").read_text()[-4000:]
-            )
-        finally:
-            log.close()
-        if proc.returncode != 0:  # a shard may exhaust its retries; the rerun finishes the run
-            rerun = datagen("run", str(pipeline), "--output", str(out))
-            assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    assert any(killed.values()), "the run ended before any process could be killed"
+        run = Run(write_pipeline(tmp_path, sim.url), out, tmp_path / "run.log")
+        deadline = time.monotonic() + KILL_WITHIN_S
+        # Chromium dies under running episodes: their shard fails and runs again.
+        run.wait_for(
+            "a committed shard, then a browser with a page open",
+            lambda: run.markers() >= 1 and bool(run.browsers()),
+            deadline,
+        )
+        browser = run.kill("browser", run.browsers()[0])
+        run.wait_for(
+            "a shard running again after its browser died",
+            lambda: "runs again (attempt" in run.log()[browser.log_at :],
+            deadline,
+        )
+        # A whole Dask worker dies, its browser with it: the run reports it lost.
+        run.wait_for(
+            "a second committed shard, and a worker with a browser",
+            lambda: run.markers() >= 2 and bool(run.workers()),
+            deadline,
+        )
+        worker = run.kill("worker", run.workers()[-1])
+        code = run.finish(timeout=300)
+    log = run.log()
+    # The first run absorbs both kills (cluster.retries; the nanny restarts the worker).
+    assert code == 0, log[-4000:]
+    assert re.search(r"wrote .* in [\d.]+s: complete", log), log[-4000:]
+    lost = re.findall(r"workers lost while the run ran: (.*)", log)
+    assert lost and worker.ports, (lost, worker)
+    assert any(f":{port}" in lost[0] for port in worker.ports), (lost, worker)
+    assert "shards run again: " in log, log[-4000:]
     episodes, rejects = rows(out, "episodes"), rows(out, "rejects")
     ended = Counter(e["episode_id"] for e in episodes) + Counter(
         r["episode_id"] for r in rejects if r["stage"] in ("task", "episode")
@@ -131,7 +206,7 @@ def test_every_task_ends_once_through_all_the_faults(tmp_path: Path) -> None:
     for task_id in ("hostile-metadata", "hostile-file"):
         assert reasons[(task_id, next(iter(EXPECTED[task_id])))] == REPEATS
     summary = {
-        "killed": killed,
+        "killed": {k.what: k.pid for k in (browser, worker)},
         "episodes": len(episodes),
         "rejects": dict(Counter(reason for _, reason in reasons.elements())),
         "blocked_requests": sum(len(e["blocked_requests"]) for e in episodes),
@@ -141,8 +216,57 @@ def test_every_task_ends_once_through_all_the_faults(tmp_path: Path) -> None:
     print("fault suite:", json.dumps(summary))
 
 
-def _cmdline(process: psutil.Process) -> list[str]:
+def _gone(process: psutil.Process) -> bool:
+    """Whether the process has exited (gone, or a zombie its parent has yet to reap) within
+    GONE_WITHIN_S."""
+    deadline = time.monotonic() + GONE_WITHIN_S
+    while time.monotonic() < deadline:
+        try:
+            if process.status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _listening(process: psutil.Process) -> set[int]:
     try:
-        return process.cmdline()
+        connections = process.net_connections(kind="tcp")
+    except psutil.Error:
+        return set()
+    return {c.laddr.port for c in connections if c.status == psutil.CONN_LISTEN}
+
+
+def _descendants(process: psutil.Process) -> list[psutil.Process]:
+    try:
+        children: list[psutil.Process] = process.children(recursive=True)
     except psutil.Error:
         return []
+    return children
+
+
+def _parent(process: psutil.Process) -> psutil.Process | None:
+    try:
+        return process.parent()
+    except psutil.Error:
+        return None
+
+
+def _name(process: psutil.Process | None) -> str:
+    try:
+        return process.name() if process is not None else ""
+    except psutil.Error:
+        return ""
+
+
+def _flag(process: psutil.Process, prefix: str) -> bool:
+    return any(a.startswith(prefix) for a in _cmdline(process))
+
+
+def _cmdline(process: psutil.Process) -> list[str]:
+    try:
+        line: list[str] = process.cmdline()
+    except psutil.Error:
+        return []
+    return line

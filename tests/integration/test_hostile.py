@@ -6,20 +6,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.async_api import Error as PlaywrightError
 
-from datagen.pipeline import ShardContext, _failure, _hung, run_shard
-from datagen.records import Click, RejectReason, SuccessCheck, TaskSpec, Wait
+from datagen.browser.failures import hung
+from datagen.browser.session import Session
+from datagen.pipeline import ShardContext, run_shard
+from datagen.pipeline.failures import failure
+from datagen.records import Action, Click, RejectReason, SuccessCheck, TaskSpec, Wait
 from datagen.sink.storage import LocalStorage
-from tests.conftest import make_config
-from tests.integration.test_pipeline import read
+from datagen.source.serve import SiteServer
+from tests.helpers import ReadyPlugin, make_config, read
 
 pytestmark = pytest.mark.browser
 
 
-def task(pages, name: str, *actions, **extra) -> TaskSpec:  # type: ignore[no-untyped-def]
+def task(pages: SiteServer, name: str, *actions: Action, **extra: Any) -> TaskSpec:
     return TaskSpec(
         id=name,
         start_url=f"{pages.base_url}hostile/{name}.html",
@@ -30,8 +34,8 @@ def task(pages, name: str, *actions, **extra) -> TaskSpec:  # type: ignore[no-un
 
 
 def test_hostile_pages_end_as_episodes_or_the_right_rejects(
-    browser_plugin, pages, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
+    browser_plugin: ReadyPlugin, pages: SiteServer, tmp_path: Path
+) -> None:
     config = make_config(
         tmp_path, policy={"type": "scripted"}, run={"max_steps": 4, "step_timeout_s": 4}
     )
@@ -77,12 +81,14 @@ def test_hostile_pages_end_as_episodes_or_the_right_rejects(
     assert result.rejects >= 1 and browser_plugin.host.connected  # the browser survived it
 
 
-def test_renderer_crash_is_flagged_and_classified(browser_plugin, pages, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_renderer_crash_is_flagged_and_classified(
+    browser_plugin: ReadyPlugin, pages: SiteServer, tmp_path: Path
+) -> None:
     config = make_config(tmp_path, policy={"type": "scripted"})
     host = browser_plugin.host
     ctx = ShardContext(config=config, run_id="r", host=host, storage=LocalStorage(tmp_path / "out"))
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario() -> tuple[Session, PlaywrightError | None]:
         async with host.session() as session:
             await session.goto(f"{pages.base_url}hostile/fullscreen.html")
             with contextlib.suppress(PlaywrightError, TimeoutError):  # the answer may never come
@@ -96,14 +102,14 @@ def test_renderer_crash_is_flagged_and_classified(browser_plugin, pages, tmp_pat
 
     session, error = browser_plugin.run(scenario(), timeout=60)
     assert session.events.crashed and error is not None
-    stage, reason, _ = browser_plugin.run(
-        _failure(error, [session], ctx, task(pages, "fullscreen"))
-    )
+    stage, reason, _ = browser_plugin.run(failure(error, session, ctx, task(pages, "fullscreen")))
     assert (stage, reason) == ("episode", RejectReason.RENDERER_CRASH)
     assert browser_plugin.run(host.responsive())  # one page crashed, not the browser
 
 
-def test_non_html_start_urls(browser_plugin, pages, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_non_html_start_urls(
+    browser_plugin: ReadyPlugin, pages: SiteServer, tmp_path: Path
+) -> None:
     """JSON is shown as text and a PDF in Chromium's viewer: both are pages, so episodes."""
     config = make_config(tmp_path, policy={"type": "scripted"}, run={"max_steps": 2})
     tasks = [
@@ -123,10 +129,10 @@ def test_non_html_start_urls(browser_plugin, pages, tmp_path: Path) -> None:  # 
     assert episodes == {"json", "pdf"} and not rejects
 
 
-def test_browser_memory_admission_and_recycling(browser_plugin) -> None:  # type: ignore[no-untyped-def]
+def test_browser_memory_admission_and_recycling(browser_plugin: ReadyPlugin) -> None:
     host = browser_plugin.host
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario() -> tuple[tuple[float, int], int, float, bool, int]:
         async with host.session():
             inside = (host.memory_mb(max_age_s=0), host.open_contexts)
         before = host.episodes
@@ -159,8 +165,8 @@ def test_browser_memory_admission_and_recycling(browser_plugin) -> None:  # type
 
 
 def test_an_episode_past_its_own_limit_is_a_timeout_episode(
-    browser_plugin, pages, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
+    browser_plugin: ReadyPlugin, pages: SiteServer, tmp_path: Path
+) -> None:
     config = make_config(
         tmp_path,
         policy={"type": "scripted"},
@@ -175,7 +181,9 @@ def test_an_episode_past_its_own_limit_is_a_timeout_episode(
     assert (reject["stage"], reject["reason"]) == ("task", "timeout_episode")
 
 
-def test_only_the_episode_limit_is_a_timeout_episode(browser_plugin, pages, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_only_the_episode_limit_is_a_timeout_episode(
+    browser_plugin: ReadyPlugin, pages: SiteServer, tmp_path: Path
+) -> None:
     """A TimeoutError from deeper down (a library's own wait) is not the episode running out of
     time: it is a browser error that says where it came from."""
     config = make_config(tmp_path, policy={"type": "scripted"})
@@ -191,14 +199,16 @@ def test_only_the_episode_limit_is_a_timeout_episode(browser_plugin, pages, tmp_
     except TimeoutError as exc:
         error = exc
     spec = task(pages, "huge")
-    stage, reason, detail = browser_plugin.run(_failure(error, [], ctx, spec))
+    stage, reason, detail = browser_plugin.run(failure(error, None, ctx, spec))
     assert (stage, reason) == ("task", RejectReason.BROWSER_ERROR)
     assert detail.startswith("TimeoutError: at ") and "in stray" in detail
-    _, reason, _ = browser_plugin.run(_failure(error, [], ctx, spec, expired=True))
+    _, reason, _ = browser_plugin.run(failure(error, None, ctx, spec, expired=True))
     assert reason == RejectReason.TIMEOUT_EPISODE
 
 
-def test_an_error_on_a_page_stuck_in_a_script_counts_as_a_hung_page(browser_plugin, pages) -> None:  # type: ignore[no-untyped-def]
+def test_an_error_on_a_page_stuck_in_a_script_counts_as_a_hung_page(
+    browser_plugin: ReadyPlugin, pages: SiteServer
+) -> None:
     """Chromium sometimes answers a screenshot of a page stuck in a script with an error
     ("Unable to capture screenshot") instead of waiting: that is a hung page (timeout_step),
     not a browser error. A page that still runs scripts is not hung."""
@@ -209,7 +219,7 @@ def test_an_error_on_a_page_stuck_in_a_script_counts_as_a_hung_page(browser_plug
         async with host.session() as session:
             await session.goto(f"{pages.base_url}hostile/{name}.html")
             await asyncio.sleep(0.6)  # spin-onload starts its endless loop 300 ms after load
-            return await _hung(session, error)
+            return await hung(session, error)
 
     assert browser_plugin.run(scenario("spin-onload"), timeout=60) is True
     assert browser_plugin.run(scenario("huge"), timeout=60) is False

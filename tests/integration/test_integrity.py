@@ -9,27 +9,23 @@ unfinished uploads) against it. The run is made once per module; each test damag
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
 import time
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import boto3
 import pytest
-import yaml
 
 from datagen.records import RejectRow
 from datagen.sink.lease import ShardLeases
 from datagen.sink.s3 import S3Storage
 from datagen.sink.verify import distrust, verify_output
 from datagen.sink.writer import claim_output, completed_shards, marker_key, part_key, write_shard
-from tests.integration.test_run_cli import datagen, rows
+from tests.helpers import CLAIMERS, datagen, each_task_once, race, shard_stats, sites_pipeline
 from tests.s3server import CREDENTIALS, moto_s3
-from tests.unit.test_claims import CLAIMERS, race
 
 BUCKET = "datagen-test"
 
@@ -42,19 +38,6 @@ def endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         yield url
 
 
-def pipeline_file(folder: Path, limit: int) -> Path:
-    spec = {
-        "name": "integrity",
-        "sources": [{"type": "sites"}],
-        "cluster": {"workers": 1, "sessions_per_worker": 2, "dashboard": ":0"},
-        "run": {"max_steps": 1, "tasks_per_shard": 1, "limit": limit, "seed": 3},
-        "output": {"uri": "unused"},
-    }
-    path = folder / "integrity.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return path
-
-
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One real run of the 7-task pipeline (LocalCluster, Chromium, the bundled sites), made
@@ -62,7 +45,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     on where the output goes, so a rerun on the copy resumes it)."""
     folder = tmp_path_factory.mktemp("integrity")
     out = folder / "out"
-    first = datagen("run", str(pipeline_file(folder, limit=7)), "--output", str(out))
+    first = datagen("run", str(sites_pipeline(folder, limit=7)), "--output", str(out))
     assert first.returncode == 0, first.stdout + first.stderr
     return out
 
@@ -74,22 +57,12 @@ def redone(stdout: str) -> dict[int, str]:
     return {int(m.group(1)): m.group(2) for m in found if m}
 
 
-def each_task_once(out: Path, tasks: int) -> None:
-    manifest = json.loads((out / "_manifest.json").read_text())
-    assert manifest["complete"] and manifest["shards"]["committed"] == tasks
-    for table, info in manifest["tables"].items():
-        assert info["rows"] == len(rows(out, table)), table
-    ended = Counter(e["task_id"] for e in rows(out, "episodes")) + Counter(
-        r["task_id"] for r in rows(out, "rejects") if r["stage"] in ("task", "episode")
-    )
-    assert len(ended) == tasks and set(ended.values()) == {1}, ended
-
-
 @pytest.mark.browser
 @pytest.mark.cluster
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # CLI runs bounded at 300 s apiece
 def test_damaged_shards_are_found_and_redone(tmp_path: Path, base: Path) -> None:
-    pipeline, out, tasks = pipeline_file(tmp_path, limit=7), tmp_path / "out", 7
+    pipeline, out, tasks = sites_pipeline(tmp_path, limit=7), tmp_path / "out", 7
     shutil.copytree(base, out)  # the first run's output
     assert datagen("verify", str(out)).stdout.strip().startswith("ok: 7 shards, 28 parts")
 
@@ -150,11 +123,12 @@ def test_damaged_shards_are_found_and_redone(tmp_path: Path, base: Path) -> None
 @pytest.mark.browser
 @pytest.mark.cluster
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # CLI runs bounded at 300 s apiece
 def test_damaged_shards_on_s3_are_found_and_redone(
     tmp_path: Path, base: Path, endpoint: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", endpoint)
-    pipeline, uri, prefix = pipeline_file(tmp_path, limit=7), f"s3://{BUCKET}/runs/i", "runs/i/"
+    pipeline, uri, prefix = sites_pipeline(tmp_path, limit=7), f"s3://{BUCKET}/runs/i", "runs/i/"
     s3 = boto3.client("s3", endpoint_url=endpoint)
     for path in sorted(p for p in base.rglob("*") if p.is_file()):  # the first run's output
         key = prefix + path.relative_to(base).as_posix()
@@ -193,7 +167,7 @@ def test_s3_sizes_come_from_the_listing_and_sha256_from_the_parts(endpoint: str)
     storage = S3Storage(f"s3://{BUCKET}/v", endpoint_url=endpoint)
     claim_output(storage, "r", {})
     for shard in range(4):
-        write_shard(storage, shard, {"rejects": [reject(shard)]}, {"solved": 0})
+        write_shard(storage, shard, {"rejects": [reject(shard)]}, shard_stats(shard))
     stats = storage.stat("rejects")
     assert {k: v.size for k, v in stats.items()} == {
         part_key("rejects", s): len(storage.get(part_key("rejects", s))) for s in range(4)
@@ -224,7 +198,7 @@ def test_s3_one_of_100_simultaneous_claims_wins(endpoint: str) -> None:
         storage.client = boto3.session.Session().client(  # one connection per claimer
             "s3",
             endpoint_url=endpoint,
-            config=boto3.session.Config(max_pool_connections=CLAIMERS),  # type: ignore[attr-defined]
+            config=boto3.session.Config(max_pool_connections=CLAIMERS),
         )
         outcomes = race(storage, [f"run-{i}" for i in range(CLAIMERS)])
         assert outcomes.count(False) == 1 and outcomes.count(True) == 0, outcomes

@@ -31,9 +31,16 @@ import psutil
 import pytest
 import yaml
 
-from tests.integration.test_run_cli import datagen, rows
+from tests.helpers import datagen, rows
 
-pytestmark = [pytest.mark.browser, pytest.mark.cluster, pytest.mark.slow, pytest.mark.faults]
+# each test chains CLI runs bounded at 300 s apiece
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.cluster,
+    pytest.mark.slow,
+    pytest.mark.faults,
+    pytest.mark.timeout(900),
+]
 SLOW_TASKS = 8  # start pages held by the server: a navigation is in flight for a while
 SITE_TASKS = 8
 HOLD_S = 1.0  # how long the slow server holds each start page

@@ -9,17 +9,18 @@ import pytest
 from typer.testing import CliRunner
 
 from datagen.cli import app
-from datagen.engine.sim import SimConfig, SimServer
+from datagen.config import SimConfig
+from datagen.engine.sim import SimServer
 from datagen.records import Click, TaskSpec
-from tests.conftest import make_config, run_shard_with_engines
-from tests.integration.test_pipeline import read
+from datagen.source.serve import SiteServer
+from tests.helpers import ReadyPlugin, make_config, read, run_shard_with_engines
 
 pytestmark = pytest.mark.browser
 
 
 def test_round_trip_keeps_only_expressions_that_ground_back(
-    browser_plugin, pages, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
+    browser_plugin: ReadyPlugin, pages: SiteServer, tmp_path: Path
+) -> None:
     # "#front" is at CSS (20, 20)-(140, 60) in a 1280×800 viewport: its centre in [0,1000] units
     centre = (round(80 / 1280 * 1000), round(40 / 800 * 1000))
     with SimServer(SimConfig(speed_factor=50, fixed_point=centre)) as sim:

@@ -14,12 +14,13 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from datagen.browser.session import BrowserHost, NavigationFailed
+from datagen.browser.host import BrowserHost
+from datagen.browser.navigation import NavigationFailed
 from datagen.config import BrowserConfig
 from datagen.pipeline import ShardContext, run_episode
 from datagen.records import TaskSpec
 from datagen.sink.storage import LocalStorage
-from tests.conftest import closed_port, make_config
+from tests.helpers import ReadyPlugin, closed_port, make_config
 
 pytestmark = pytest.mark.browser
 NO_SUCH_HOST = "no-such-host.invalid"  # .invalid never resolves (RFC 6761)
@@ -54,7 +55,9 @@ def site() -> Iterator[str]:
     server.shutdown()
 
 
-def outcomes(browser_plugin, config: BrowserConfig, allow: list[str], urls: list[str]) -> list[str]:  # type: ignore[no-untyped-def]
+def outcomes(
+    browser_plugin: ReadyPlugin, config: BrowserConfig, allow: list[str], urls: list[str]
+) -> list[str]:
     """Each start URL's outcome on a fresh browser: "ok", or the reject reason and message."""
 
     async def scenario() -> list[str]:
@@ -73,10 +76,12 @@ def outcomes(browser_plugin, config: BrowserConfig, allow: list[str], urls: list
             await host.close()
         return out
 
-    return browser_plugin.run(scenario())  # type: ignore[no-any-return]
+    return browser_plugin.run(scenario())
 
 
-def test_dns_and_refused_connections_have_their_own_reasons(browser_plugin, site) -> None:  # type: ignore[no-untyped-def]
+def test_dns_and_refused_connections_have_their_own_reasons(
+    browser_plugin: ReadyPlugin, site: str
+) -> None:
     closed = closed_port()
     redirect = f"http://127.0.0.1:{site}/redirect?to="
     urls = [
@@ -113,7 +118,9 @@ def test_dns_and_refused_connections_have_their_own_reasons(browser_plugin, site
     assert "ERR_NAME_NOT_RESOLVED" in unguarded[0] and "ERR_CONNECTION_REFUSED" in unguarded[3]
 
 
-def test_an_unresolvable_sub_request_is_no_blocked_request(browser_plugin, site) -> None:  # type: ignore[no-untyped-def]
+def test_an_unresolvable_sub_request_is_no_blocked_request(
+    browser_plugin: ReadyPlugin, site: str
+) -> None:
     async def scenario() -> tuple[list[str], list[str]]:
         host = BrowserHost(BrowserConfig(), allow=[f"127.0.0.1:{site}"])
         await host.start()
@@ -131,7 +138,9 @@ def test_an_unresolvable_sub_request_is_no_blocked_request(browser_plugin, site)
     assert blocked == [] and any("ERR_NAME_NOT_RESOLVED" in f for f in failed), (blocked, failed)
 
 
-def test_localhost_and_loopback_allow_entries_cover_each_other(browser_plugin, site) -> None:  # type: ignore[no-untyped-def]
+def test_localhost_and_loopback_allow_entries_cover_each_other(
+    browser_plugin: ReadyPlugin, site: str
+) -> None:
     names = [f"http://127.0.0.1:{site}/", f"http://localhost:{site}/", f"http://[::1]:{site}/"]
     for entry in (f"localhost:{site}", f"127.0.0.1:{site}", f"[::1]:{site}"):
         got = outcomes(browser_plugin, BrowserConfig(), [entry], names)
@@ -141,7 +150,9 @@ def test_localhost_and_loopback_allow_entries_cover_each_other(browser_plugin, s
     assert all(o.startswith("blocked_url") for o in other_port), other_port
 
 
-def test_a_dns_failure_is_the_tasks_dns_failed_reject(browser_plugin, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_dns_failure_is_the_tasks_dns_failed_reject(
+    browser_plugin: ReadyPlugin, tmp_path: Path
+) -> None:
     task = TaskSpec(id="nowhere", start_url=f"https://{NO_SUCH_HOST}/", instruction="x")
     for guard in (True, False):
         config = make_config(tmp_path, browser={"url_guard": guard})

@@ -7,12 +7,14 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
-pytestmark = [pytest.mark.browser, pytest.mark.cluster, pytest.mark.slow]
+# each test chains CLI runs bounded at 300 s apiece
+pytestmark = [pytest.mark.browser, pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 def test_a_run_where_every_task_is_rejected_exits_non_zero_with_its_reasons(
@@ -50,7 +52,7 @@ def test_a_run_where_every_task_is_rejected_exits_non_zero_with_its_reasons(
 
 
 @pytest.fixture
-def tiny_disk(tmp_path: Path):  # type: ignore[no-untyped-def]
+def tiny_disk(tmp_path: Path) -> Iterator[Path]:
     """A 256 KiB tmpfs: room for the run's claim, not for a shard's parts."""
     mount = tmp_path / "tiny"
     mount.mkdir()

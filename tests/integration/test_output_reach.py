@@ -24,7 +24,7 @@ import pytest
 import yaml
 from distributed import Client
 
-from tests.conftest import closed_port
+from tests.helpers import closed_port
 from tests.s3server import CREDENTIALS, moto_s3
 
 pytestmark = [pytest.mark.cluster]
@@ -179,6 +179,7 @@ def test_a_folder_a_worker_does_not_see_is_refused_before_any_browser(
 
 @pytest.mark.browser
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # CLI runs bounded at 300 s apiece
 def test_a_folder_every_worker_sees_runs(cluster: Cluster, tmp_path: Path) -> None:
     out = tmp_path / "shared" / "out"
     cluster.worker("remote")

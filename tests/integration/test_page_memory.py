@@ -13,13 +13,15 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Error as PlaywrightError
 
+from datagen.browser.failures import Failure
 from datagen.browser.memory import PageMemoryExceeded
-from datagen.pipeline import ShardContext, _failure, run_shard
+from datagen.pipeline import ShardContext, run_shard
+from datagen.pipeline.failures import failure as episode_failure
 from datagen.records import Click, RejectReason, TaskSpec, Wait
 from datagen.runtime.plugin import BrowserPlugin
 from datagen.sink.storage import LocalStorage
-from tests.conftest import make_config, set_up
-from tests.integration.test_pipeline import read
+from datagen.source.serve import SiteServer
+from tests.helpers import ReadyPlugin, make_config, read, set_up
 
 pytestmark = pytest.mark.browser
 CEILING_MB = 384  # the page's own hard stop is 2048 MB: a ceiling that failed still ends
@@ -29,8 +31,8 @@ MEASURED = re.compile(r"the page held (\d+) MB \(its (?:\d+ )?renderer process")
 
 @pytest.fixture(scope="module")
 def plugin(
-    chromium: str, pages, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[BrowserPlugin]:  # type: ignore[no-untyped-def]
+    chromium: str, pages: SiteServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ReadyPlugin]:
     config = make_config(
         tmp_path_factory.mktemp("memory"),
         browser={"allow": [pages.origin], "page_memory_mb": CEILING_MB},
@@ -39,7 +41,7 @@ def plugin(
         yield plugin
 
 
-def hungry(pages, kind: str) -> TaskSpec:  # type: ignore[no-untyped-def]
+def hungry(pages: SiteServer, kind: str) -> TaskSpec:
     return TaskSpec(
         id=f"memory-{kind}",
         start_url=f"{pages.base_url}hostile/memory.html?kind={kind}",
@@ -48,7 +50,7 @@ def hungry(pages, kind: str) -> TaskSpec:  # type: ignore[no-untyped-def]
     )
 
 
-async def _settled_memory(plugin: BrowserPlugin, below: float) -> float:
+async def _settled_memory(plugin: ReadyPlugin, below: float) -> float:
     """The browser's memory once it is below `below`, or after 10 s (processes of a closed
     context take a moment to exit)."""
     host = plugin.host
@@ -62,8 +64,8 @@ async def _settled_memory(plugin: BrowserPlugin, below: float) -> float:
 
 
 def test_pages_past_their_memory_ceiling_are_rejected_and_the_shard_goes_on(
-    plugin: BrowserPlugin, pages, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
+    plugin: ReadyPlugin, pages: SiteServer, tmp_path: Path
+) -> None:
     host = plugin.host
     assert host is not None
 
@@ -113,8 +115,8 @@ def test_pages_past_their_memory_ceiling_are_rejected_and_the_shard_goes_on(
 
 
 def test_a_page_stopped_while_no_step_runs_ends_as_page_memory(
-    plugin: BrowserPlugin, pages, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
+    plugin: ReadyPlugin, pages: SiteServer, tmp_path: Path
+) -> None:
     """The watchdog alone stops the page (as while the model decides): the next browser call
     of the episode fails on a crashed page, and that is a `page_memory` reject, not a crash;
     the next observation refuses the page too."""
@@ -124,7 +126,7 @@ def test_a_page_stopped_while_no_step_runs_ends_as_page_memory(
     ctx = ShardContext(config=config, run_id="r", host=host, storage=LocalStorage(tmp_path / "o"))
     spec = hungry(pages, "typed")
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario() -> tuple[PageMemoryExceeded | None, bool, Failure]:
         async with host.session() as session:
             await session.goto(spec.start_url)
             assert session.memory is not None
@@ -143,7 +145,7 @@ def test_a_page_stopped_while_no_step_runs_ends_as_page_memory(
             except PageMemoryExceeded:
                 refused = True
             assert error is not None
-            failure = await _failure(error, [session], ctx, spec)
+            failure = await episode_failure(error, session, ctx, spec)
             return session.memory.exceeded, refused, failure
 
     exceeded, refused, (stage, reason, detail) = plugin.run(scenario(), timeout=90)

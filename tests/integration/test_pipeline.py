@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from datagen.pipeline import ShardContext, run_shard
 from datagen.records import Click, SuccessCheck, TaskSpec
 from datagen.sink.storage import LocalStorage
 from datagen.sink.writer import completed_shards
-from tests.conftest import closed_port, make_config
+from datagen.source.serve import SiteServer
+from tests.helpers import ReadyPlugin, closed_port, make_config, read
 
 pytestmark = pytest.mark.browser
 
@@ -44,11 +44,9 @@ def tasks(base: str) -> list[TaskSpec]:
     ]
 
 
-def read(out: Path, table: str, shard: int = 3) -> list[dict]:  # type: ignore[type-arg]
-    return pq.read_table(out / table / f"part-{shard:05d}.parquet").to_pylist()
-
-
-def test_scripted_shard_rows_and_rejects(browser_plugin, pages, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_scripted_shard_rows_and_rejects(
+    browser_plugin: ReadyPlugin, pages: SiteServer, tmp_path: Path
+) -> None:
     config = make_config(tmp_path, policy={"type": "scripted"})
     out = tmp_path / "out"
     ctx = ShardContext(
@@ -93,7 +91,9 @@ def test_scripted_shard_rows_and_rejects(browser_plugin, pages, tmp_path: Path) 
     assert {r["task_id"] for r in rejects if r["stage"] == "task"} == {"unreachable"}
 
 
-def test_async_and_non_boolean_checks(browser_plugin, pages, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_async_and_non_boolean_checks(
+    browser_plugin: ReadyPlugin, pages: SiteServer, tmp_path: Path
+) -> None:
     """Success labels come from true or false only: promises are awaited (a resolved false is
     not success), anything else is a broken check (check_error), never truthiness."""
     page = pages.base_url + "occluded.html"

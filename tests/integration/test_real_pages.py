@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
 from bench import oracle
 from bench.grounding import RECALL_TARGETS, observe_and_judge, real_pages
+from datagen.source.serve import SiteServer
+from tests.helpers import ReadyPlugin
 
 pytestmark = pytest.mark.browser
 
@@ -54,8 +57,8 @@ class Row:
         return cls((x1, y1, x2, y2), (x1, y1, x2, y2), ((x1 + x2) / 2, (y1 + y2) / 2), expression)
 
 
-def url(pages: object, name: str) -> str:
-    return pages.base_url + "real/" + name  # type: ignore[attr-defined]
+def url(pages: SiteServer, name: str) -> str:
+    return pages.base_url + "real/" + name
 
 
 # --------------------------------------------------------------------------- the oracle itself
@@ -65,12 +68,12 @@ def test_every_page_is_listed() -> None:
     assert set(EXPECTED) == set(real_pages())
 
 
-def test_annotation_is_complete(browser_plugin, pages) -> None:  # type: ignore[no-untyped-def]
+def test_annotation_is_complete(browser_plugin: ReadyPlugin, pages: SiteServer) -> None:
     """Nothing that Playwright's role queries or CDP's listener lists find is left unmarked,
     and each page shows the targets it should (so precision and recall mean what they say)."""
 
-    async def scenario():  # type: ignore[no-untyped-def]
-        found = {}
+    async def scenario() -> dict[str, tuple[oracle.Gaps, dict[str, int]]]:
+        found: dict[str, tuple[oracle.Gaps, dict[str, int]]] = {}
         async with browser_plugin.host.session() as session:
             for name in EXPECTED:
                 await session.page.goto(url(pages, name), wait_until="load")
@@ -90,13 +93,22 @@ def test_annotation_is_complete(browser_plugin, pages) -> None:  # type: ignore[
         assert counted == EXPECTED[name], name
 
 
-def test_oracle_catches_wrong_rows(browser_plugin, pages) -> None:  # type: ignore[no-untyped-def]
+def test_oracle_catches_wrong_rows(browser_plugin: ReadyPlugin, pages: SiteServer) -> None:
     """Rows made from the oracle's own ground truth, some spoilt on purpose: a box shifted
     150 px, a shared expression, an image that does not match, a box over a wrapped link's
     lines, a missing name. Judging leaves the page as it was."""
     state = "() => [document.title, location.hash, document.activeElement.localName]"
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario() -> tuple[
+        oracle.PageVerdict,
+        Any,
+        Any,
+        oracle.PageVerdict,
+        oracle.PageVerdict,
+        oracle.Target,
+        oracle.Target,
+        oracle.Target,
+    ]:
         async with browser_plugin.host.session() as session:
             page = session.page
             await page.goto(url(pages, "late-render.html"), wait_until="load")
@@ -192,14 +204,14 @@ def problems(verdict: oracle.PageVerdict, name: str, settled_changes: list[str])
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_real_page(browser_plugin, pages, name: str) -> None:  # type: ignore[no-untyped-def]
+def test_real_page(browser_plugin: ReadyPlugin, pages: SiteServer, name: str) -> None:
     host = browser_plugin.host
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario() -> tuple[oracle.PageVerdict, list[str]]:
         async with host.session() as session:
             await session.goto(url(pages, name))
             _, _, verdict = await observe_and_judge(session, host.version)
-            changes = []
+            changes: list[str] = []
             if name in TIMING:
                 changes = await oracle.settled_changes(session.page, verdict.targets)
             return verdict, changes

@@ -16,16 +16,16 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-import pyarrow.dataset as ds
 import pytest
 import yaml
 from PIL import Image
 
-from tests.conftest import closed_port
+from tests.helpers import TABLES, ReadyPlugin, check_dataset, closed_port, datagen, rows
 
-pytestmark = [pytest.mark.browser, pytest.mark.cluster, pytest.mark.slow]
-TABLES = ("episodes", "steps", "grounding", "rejects")
+# each test chains CLI runs bounded at 300 s apiece
+pytestmark = [pytest.mark.browser, pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 def pipeline_file(folder: Path) -> Path:
@@ -57,26 +57,6 @@ def pipeline_file(folder: Path) -> Path:
     return path
 
 
-def datagen(
-    *args: str,
-    timeout: float = 300,
-    env: dict[str, str] | None = None,
-    cwd: Path | None = None,
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "datagen", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**(env if env is not None else os.environ), "COLUMNS": "200"},
-        cwd=cwd,
-    )
-
-
-def rows(out: Path, table: str) -> list[dict]:  # type: ignore[type-arg]
-    return ds.dataset(out / table, format="parquet").to_table().to_pylist()
-
-
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("cli")
@@ -91,48 +71,6 @@ def reference(workdir: Path) -> Path:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Dask dashboard: http://127.0.0.1:" in result.stdout
     return out
-
-
-def check_dataset(out: Path, width: int, height: int) -> dict[str, list[dict]]:  # type: ignore[type-arg]
-    """What every run's output must satisfy; returns the tables' rows."""
-    manifest = json.loads((out / "_manifest.json").read_text())
-    assert manifest["complete"] and not manifest["shards"]["missing"]
-    tables = {t: rows(out, t) for t in TABLES}
-    for table, table_rows in tables.items():
-        assert manifest["tables"][table]["rows"] == len(table_rows)
-        assert len({r["run_id"] for r in table_rows} | {manifest["run_id"]}) == 1
-        assert all(r["browser_version"].startswith("chromium/") for r in table_rows)
-    assert sum(e["n_steps"] for e in tables["episodes"]) == len(tables["steps"])
-    for step in tables["steps"]:
-        image = Image.open(io.BytesIO(step["screenshot"]["bytes"]))
-        image.load()  # decodes the whole image, not just its header
-        assert image.size == (width, height) == (step["image_width"], step["image_height"])
-        if step["x_px"] is not None:
-            assert 0 <= step["x_px"] < width and 0 <= step["y_px"] < height
-    for g in tables["grounding"]:
-        x1, y1, x2, y2 = g["bbox_px"]
-        assert 0 <= x1 < x2 <= width and 0 <= y1 < y2 <= height and g["referring_expression"]
-    card = yaml.safe_load((out / "README.md").read_text().split("---")[1])
-    info = {c["config_name"]: c for c in card["dataset_info"]}
-    filled = [t for t in TABLES if tables[t]]  # a table without rows has no config
-    assert list(info) == filled
-    for table in filled:
-        assert info[table]["splits"][0]["num_examples"] == len(tables[table])
-    assert {"name": "screenshot", "dtype": "image"} in info["steps"]["features"]
-    assert [c["data_files"] for c in card["configs"]] == [f"{t}/*.parquet" for t in filled]
-    assert [c["config_name"] for c in card["configs"] if c.get("default")] == ["steps"]
-    umask = process_umask()  # every file as readable as the umask lets any new file be
-    modes = {p.stat().st_mode & 0o777 for p in out.rglob("*") if p.is_file()}
-    assert modes == {0o666 & ~umask}, (oct(umask), sorted(map(oct, modes)))
-    return tables
-
-
-def process_umask() -> int:
-    """This process's umask (the CLI it starts inherits it), read without changing it."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("Umask:"):
-            return int(line.split()[1], 8)
-    raise AssertionError("no Umask in /proc/self/status")
 
 
 def test_dataset_is_complete_and_consistent(reference: Path) -> None:
@@ -368,8 +306,8 @@ def test_worker_killed_mid_shard_leaves_each_row_once(reference: Path, workdir: 
 
 
 def test_inspect_summary_and_gallery_drawn_where_the_data_says(
-    reference: Path, tmp_path: Path, browser_plugin
-) -> None:  # type: ignore[no-untyped-def]
+    reference: Path, tmp_path: Path, browser_plugin: ReadyPlugin
+) -> None:
     page_file = tmp_path / "gallery.html"
     result = datagen("inspect", str(reference), "--html", str(page_file), "--episodes", "3")
     assert result.returncode == 0, result.stderr
@@ -377,7 +315,7 @@ def test_inspect_summary_and_gallery_drawn_where_the_data_says(
         "success rate" in result.stdout and "1536x960" in result.stdout and "rows" in result.stdout
     )
 
-    async def look():  # type: ignore[no-untyped-def]
+    async def look() -> tuple[Any, dict[str, Any], bytes]:  # figures: what the page's JS says
         async with browser_plugin.host.session() as session:
             # set_content: the page is self-contained, and file: URLs are the URL guard's to refuse
             await session.page.set_content(page_file.read_text(encoding="utf-8"))
@@ -408,6 +346,8 @@ def test_inspect_summary_and_gallery_drawn_where_the_data_says(
     px = x0 + step["x_px"] * width / step["image_width"]
     py = y0 + step["y_px"] * height / step["image_height"]
     image = Image.open(io.BytesIO(shot)).convert("RGB")
-    r, g, b = image.getpixel((round(px), round(py)))
+    pixel = image.getpixel((round(px), round(py)))
+    assert isinstance(pixel, tuple)  # an RGB image's pixel
+    r, g, b = pixel
     assert r > 200 and g < 80 and b > 200, (r, g, b)  # magenta where the click was
     assert len({f["episode"] for f in figures}) == 3

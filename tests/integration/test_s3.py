@@ -9,6 +9,7 @@ import pytest
 
 from datagen.sink.s3 import S3Storage, split_uri
 from datagen.sink.writer import completed_shards, write_shard
+from tests.helpers import shard_stats
 from tests.s3server import CREDENTIALS, FlakyProxy, moto_s3
 
 
@@ -40,7 +41,7 @@ def test_keys_markers_and_delete() -> None:
     with moto_s3() as endpoint:
         storage = S3Storage("s3://datagen-test/runs/r1/", endpoint_url=endpoint)
         assert storage.uri == "s3://datagen-test/runs/r1" and not storage.exists("_run.json")
-        write_shard(storage, 7, {}, {"solved": 0})
+        write_shard(storage, 7, {}, shard_stats(7))
         assert completed_shards(storage) == {7}
         assert "steps/part-00007.parquet" in storage.list("steps")
         storage.delete("steps/part-00007.parquet")

@@ -13,26 +13,29 @@ from datagen.pipeline import EpisodeOutcome, ShardContext, run_episode, run_shar
 from datagen.records import Back, Click, Goto, TaskSpec
 from datagen.scope import Scope
 from datagen.sink.storage import LocalStorage
-from tests.conftest import closed_port, make_config
+from datagen.source.serve import SiteServer
+from tests.helpers import ReadyPlugin, closed_port, make_config
 
 pytestmark = pytest.mark.browser
 STRAYS = {"off_scope", "error_page", "blank_page"}
 BAD_PAGES = ("chrome-error:", "about:", "data:")
 
 
-def context(plugin: Any, tmp_path: Path, **overrides: Any) -> ShardContext:
+def context(plugin: ReadyPlugin, tmp_path: Path, **overrides: Any) -> ShardContext:
     config = make_config(tmp_path, **{"run": {"max_steps": 12}, **overrides})
     return ShardContext(
         config=config, run_id="scope", host=plugin.host, storage=LocalStorage(tmp_path / "out")
     )
 
 
-def episode(plugin: Any, ctx: ShardContext, task: TaskSpec, repeat: int = 0) -> EpisodeOutcome:
-    return plugin.run(run_episode(task, repeat, ctx))  # type: ignore[no-any-return]
+def episode(
+    plugin: ReadyPlugin, ctx: ShardContext, task: TaskSpec, repeat: int = 0
+) -> EpisodeOutcome:
+    return plugin.run(run_episode(task, repeat, ctx))
 
 
 def test_explore_on_an_app_full_of_offsite_links_stays_in_scope(
-    browser_plugin: Any, pages: Any, tmp_path: Path
+    browser_plugin: ReadyPlugin, pages: SiteServer, tmp_path: Path
 ) -> None:
     ctx = context(
         browser_plugin,
@@ -61,7 +64,7 @@ def test_explore_on_an_app_full_of_offsite_links_stays_in_scope(
 
 
 def test_error_and_blank_pages_become_rejects_and_the_episode_goes_on(
-    browser_plugin: Any, pages: Any, tmp_path: Path
+    browser_plugin: ReadyPlugin, pages: SiteServer, tmp_path: Path
 ) -> None:
     ctx = context(browser_plugin, tmp_path, policy={"type": "scripted"})
     start = f"{pages.base_url}real/errorlinks.html?closed={closed_port()}"
@@ -85,7 +88,7 @@ def test_error_and_blank_pages_become_rejects_and_the_episode_goes_on(
 
 
 def test_an_episode_that_keeps_leaving_ends_as_left_scope_on_its_last_good_page(
-    browser_plugin: Any, pages: Any, tmp_path: Path
+    browser_plugin: ReadyPlugin, pages: SiteServer, tmp_path: Path
 ) -> None:
     ctx = context(browser_plugin, tmp_path, policy={"type": "scripted"})
     start = pages.base_url + "real/errorlinks.html"
@@ -103,7 +106,7 @@ def test_an_episode_that_keeps_leaving_ends_as_left_scope_on_its_last_good_page(
 
 
 def test_back_from_the_start_page_and_a_goto_elsewhere_record_nothing_off_task(
-    browser_plugin: Any, pages: Any, tmp_path: Path
+    browser_plugin: ReadyPlugin, pages: SiteServer, tmp_path: Path
 ) -> None:
     ctx = context(browser_plugin, tmp_path, policy={"type": "scripted"})
     start = pages.base_url + "real/offsite.html"
@@ -128,7 +131,9 @@ def test_back_from_the_start_page_and_a_goto_elsewhere_record_nothing_off_task(
     # the model policy's clicks and gotos go through the same loop: nothing else to test here
 
 
-def test_shard_counts_tasks_with_episodes(browser_plugin: Any, pages: Any, tmp_path: Path) -> None:
+def test_shard_counts_tasks_with_episodes(
+    browser_plugin: ReadyPlugin, pages: SiteServer, tmp_path: Path
+) -> None:
     ctx = context(browser_plugin, tmp_path, run={"max_steps": 3, "repeats": 2})
     tasks = [
         TaskSpec(id="ok", start_url=pages.base_url + "real/offsite.html", instruction="x"),

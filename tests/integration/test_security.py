@@ -17,13 +17,13 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from datagen.browser.egress import REASON_HEADER
-from datagen.browser.session import BrowserHost, NavigationFailed
+from datagen.browser.host import BrowserHost
+from datagen.browser.navigation import NavigationFailed
 from datagen.config import BrowserConfig
 from datagen.pipeline import ShardContext, run_episode
 from datagen.records import Goto, TaskSpec
 from datagen.sink.storage import LocalStorage
-from tests.conftest import make_config
-from tests.unit.test_guard import EMBEDDED
+from tests.helpers import EMBEDDED, ReadyPlugin, make_config
 
 pytestmark = pytest.mark.browser
 
@@ -111,7 +111,9 @@ def servers() -> Iterator[tuple[Recorder, Recorder]]:
         server.shutdown()
 
 
-def visit(browser_plugin, host: BrowserHost, urls: list[str]) -> list[tuple[str, list[str]]]:  # type: ignore[no-untyped-def]
+def visit(
+    browser_plugin: ReadyPlugin, host: BrowserHost, urls: list[str]
+) -> list[tuple[str, list[str]]]:
     async def scenario() -> list[tuple[str, list[str]]]:
         await host.start()
         out = []
@@ -132,10 +134,12 @@ def visit(browser_plugin, host: BrowserHost, urls: list[str]) -> list[tuple[str,
             await host.close()
         return out
 
-    return browser_plugin.run(scenario())  # type: ignore[no-any-return]
+    return browser_plugin.run(scenario())
 
 
-def test_pages_cannot_reach_loopback_or_metadata(browser_plugin, servers) -> None:  # type: ignore[no-untyped-def]
+def test_pages_cannot_reach_loopback_or_metadata(
+    browser_plugin: ReadyPlugin, servers: tuple[Recorder, Recorder]
+) -> None:
     secret, site = servers
     origin = f"127.0.0.1:{site.server_address[1]}"
     host = BrowserHost(BrowserConfig(), allow=[origin])
@@ -157,7 +161,9 @@ def test_pages_cannot_reach_loopback_or_metadata(browser_plugin, servers) -> Non
     assert any(r.startswith("ws://") or "ws" in r for r in blocked["ws"])
 
 
-def test_start_urls_are_guarded_too(browser_plugin, servers) -> None:  # type: ignore[no-untyped-def]
+def test_start_urls_are_guarded_too(
+    browser_plugin: ReadyPlugin, servers: tuple[Recorder, Recorder]
+) -> None:
     secret, site = servers
     origin = f"127.0.0.1:{site.server_address[1]}"
     host = BrowserHost(BrowserConfig(), allow=[origin])
@@ -177,7 +183,9 @@ def test_start_urls_are_guarded_too(browser_plugin, servers) -> None:  # type: i
     assert "not a public address" in outcomes[2]
 
 
-def test_allow_list_opens_what_a_pipeline_needs(browser_plugin, servers) -> None:  # type: ignore[no-untyped-def]
+def test_allow_list_opens_what_a_pipeline_needs(
+    browser_plugin: ReadyPlugin, servers: tuple[Recorder, Recorder]
+) -> None:
     secret, site = servers
     origins = [f"127.0.0.1:{site.server_address[1]}", f"127.0.0.1:{secret.server_address[1]}"]
     host = BrowserHost(BrowserConfig(), allow=origins)
@@ -208,8 +216,8 @@ async def ask_proxy(proxy: str, request_line: str) -> tuple[str, str]:
 
 
 def test_ipv6_forms_of_blocked_ipv4_addresses_are_refused_by_guard_and_proxy(
-    browser_plugin, servers
-) -> None:  # type: ignore[no-untyped-def]
+    browser_plugin: ReadyPlugin, servers: tuple[Recorder, Recorder]
+) -> None:
     secret, site = servers
     origin = f"127.0.0.1:{site.server_address[1]}"
     host = BrowserHost(BrowserConfig(), allow=[origin])
@@ -256,8 +264,8 @@ def test_ipv6_forms_of_blocked_ipv4_addresses_are_refused_by_guard_and_proxy(
 
 
 def test_a_goto_redirected_to_a_blocked_address_is_recorded_and_never_a_step(
-    browser_plugin, servers, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
+    browser_plugin: ReadyPlugin, servers: tuple[Recorder, Recorder], tmp_path: Path
+) -> None:
     """The egress proxy refuses the redirect hop (http: its 403 page; https: a failed tunnel,
     Chromium's error page): that page is never a step nor the final screen, and the block is
     on the episode, the step reject saying what was blocked."""

@@ -26,10 +26,10 @@ import pytest
 import yaml
 
 from tests.daskcluster import ProcessCluster
-from tests.integration.test_integrity import each_task_once
-from tests.integration.test_run_cli import rows
+from tests.helpers import each_task_once, rows
 
-pytestmark = [pytest.mark.browser, pytest.mark.cluster, pytest.mark.slow]
+# each test chains CLI runs bounded at 300 s apiece
+pytestmark = [pytest.mark.browser, pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(900)]
 RUN_S = 300  # the longest a run may take here before the test gives up on it
 
 
@@ -285,6 +285,6 @@ def test_workers_that_cannot_work_take_no_shard(tmp_path: Path, chromium: str) -
     assert error and "worker no-chromium (tcp://" in error[0], alone_log[-3000:]
     assert "does not exist. fix: on that worker's machine, install" in error[0]
     assert after_error["no-chromium"]["plugins"] == [], after_error
-    print(f"no workers: {re.search(r'error: .*', log_of(empty))[0]!r}")  # type: ignore[index]
+    print(f"no workers: {re.search(r'error: .*', log_of(empty))[0]!r}")
     print(f"a worker without Chromium joining mid-run: {said[0]!r}; tasks run: {state}")
     print(f"only that worker: {error[0]!r}")

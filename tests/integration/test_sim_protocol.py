@@ -7,14 +7,17 @@ import base64
 import io
 import json
 import time
+from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
 from PIL import Image
 from prometheus_client.parser import text_string_to_metric_families
 
+from datagen.config import SimConfig
 from datagen.engine.client import EngineClient, EngineRejected, EngineUnavailable
-from datagen.engine.sim import SimConfig, SimServer
+from datagen.engine.sim import SimServer
 
 SCHEMA = {
     "type": "object",
@@ -32,7 +35,7 @@ def image_url(w: int = 1280, h: int = 800) -> str:
     return "data:image/jpeg;base64," + base64.b64encode(out.getvalue()).decode()
 
 
-def chat(*parts: dict, **extra: object) -> dict:  # type: ignore[type-arg]
+def chat(*parts: dict[str, Any], **extra: object) -> dict[str, Any]:
     return {"messages": [{"role": "user", "content": list(parts)}], **extra}
 
 
@@ -40,7 +43,7 @@ TEXT = {"type": "text", "text": "Click the blue button"}
 
 
 @pytest.fixture(scope="module")
-def sim():  # type: ignore[no-untyped-def]
+def sim() -> Iterator[SimServer]:
     with SimServer(
         SimConfig(speed_factor=50, max_num_seqs=8, max_model_len=8192, limit_images=2)
     ) as server:
@@ -48,12 +51,12 @@ def sim():  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def http(sim):  # type: ignore[no-untyped-def]
+def http(sim: SimServer) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=sim.url, timeout=30) as client:
         yield client
 
 
-def test_models_health_version(http) -> None:  # type: ignore[no-untyped-def]
+def test_models_health_version(http: httpx.Client) -> None:
     assert http.get("/health").status_code == 200 and http.get("/health").content == b""
     card = http.get("/v1/models").json()["data"][0]
     assert (
@@ -63,7 +66,7 @@ def test_models_health_version(http) -> None:  # type: ignore[no-untyped-def]
     assert http.get("/version").json()["version"] == "0.14.1"
 
 
-def test_completion_shape_usage_and_structured_output(http) -> None:  # type: ignore[no-untyped-def]
+def test_completion_shape_usage_and_structured_output(http: httpx.Client) -> None:
     r = http.post(
         "/v1/chat/completions",
         json=chat(
@@ -101,12 +104,12 @@ def test_completion_shape_usage_and_structured_output(http) -> None:  # type: ig
     ) == {"x", "y"}
 
 
-def test_guided_json_is_silently_ignored_like_vllm_0_12(http) -> None:  # type: ignore[no-untyped-def]
+def test_guided_json_is_silently_ignored_like_vllm_0_12(http: httpx.Client) -> None:
     r = http.post("/v1/chat/completions", json=chat(TEXT, guided_json=SCHEMA, max_tokens=16))
     assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"] == "OK"
 
 
-def test_length_finish_reason(http) -> None:  # type: ignore[no-untyped-def]
+def test_length_finish_reason(http: httpx.Client) -> None:
     body = http.post(
         "/v1/chat/completions", json=chat(TEXT, structured_outputs={"json": SCHEMA}, max_tokens=2)
     ).json()
@@ -115,7 +118,7 @@ def test_length_finish_reason(http) -> None:  # type: ignore[no-untyped-def]
     )
 
 
-def test_streaming_with_usage(http) -> None:  # type: ignore[no-untyped-def]
+def test_streaming_with_usage(http: httpx.Client) -> None:
     r = http.post(
         "/v1/chat/completions",
         json=chat(
@@ -198,21 +201,23 @@ def test_streaming_with_usage(http) -> None:  # type: ignore[no-untyped-def]
         "after-images",
     ],
 )
-def test_errors_match_vllm(http, body, status, kind, text) -> None:  # type: ignore[no-untyped-def]
+def test_errors_match_vllm(
+    http: httpx.Client, body: dict[str, Any], status: int, kind: str, text: str
+) -> None:
     r = http.post("/v1/chat/completions", json=body)
     error = r.json()["error"]
     assert (r.status_code, error["type"], error["code"]) == (status, kind, status)
     assert text in error["message"] and error["param"] is None
 
 
-def metrics(http) -> dict[str, dict]:  # type: ignore[no-untyped-def,type-arg]
-    out: dict[str, dict] = {}  # type: ignore[type-arg]
+def metrics(http: httpx.Client) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
     for family in text_string_to_metric_families(http.get("/metrics").text):
         out[family.name] = {"type": family.type, "samples": {s.name: s for s in family.samples}}
     return out
 
 
-def test_metric_names_types_and_labels(http) -> None:  # type: ignore[no-untyped-def]
+def test_metric_names_types_and_labels(http: httpx.Client) -> None:
     found = metrics(http)
     expected = {
         "vllm:num_requests_running": "gauge", "vllm:num_requests_waiting": "gauge", "vllm:kv_cache_usage_perc": "gauge",
@@ -276,7 +281,7 @@ def test_never_more_than_max_num_seqs_running_and_the_rest_wait() -> None:
     assert max(running) == 8 and max(waiting) > 0  # 40 requests, 8 slots: a queue, no 429
 
 
-def test_client_disconnect_aborts(sim) -> None:  # type: ignore[no-untyped-def]
+def test_client_disconnect_aborts(sim: SimServer) -> None:
     sim_slow = {"slow_rate": 0.0}
     httpx.post(sim.url + "/sim/config", json=sim_slow)
     before = _abort_count(sim)
@@ -301,7 +306,7 @@ def test_client_disconnect_aborts(sim) -> None:  # type: ignore[no-untyped-def]
     assert _abort_count(sim) == before + 1
 
 
-def _abort_count(sim) -> float:  # type: ignore[no-untyped-def]
+def _abort_count(sim: SimServer) -> float:
     text = httpx.get(sim.url + "/metrics").text
     for family in text_string_to_metric_families(text):
         if family.name == "vllm:request_success":

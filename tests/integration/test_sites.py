@@ -14,12 +14,25 @@ import http.server
 import json
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from datagen.browser.launch import find_executable
 from datagen.source import BUNDLED_SITES
+
+if TYPE_CHECKING:
+    from playwright.sync_api import (
+        Browser,
+        ConsoleMessage,
+        Dialog,
+        Page,
+        Request,
+        Response,
+        ViewportSize,
+    )
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
 
@@ -35,7 +48,7 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-quic",
 ]
-VIEWPORT = {"width": 1280, "height": 800}
+VIEWPORT: ViewportSize = {"width": 1280, "height": 800}
 EXPECTED_SITES = {"todo", "signup", "shop", "settings", "table"}
 TASK_KEYS = {"id", "start_url", "instruction", "check", "max_steps"}
 CHECK_KEYS = {"js", "url_contains", "text_present"}
@@ -43,8 +56,8 @@ ACTION_TIMEOUT_MS = 5000
 CHECK_SETTLE_S = 3.0
 
 
-def _load_tasks() -> dict[str, list[dict]]:
-    tasks: dict[str, list[dict]] = {}
+def _load_tasks() -> dict[str, list[dict[str, Any]]]:
+    tasks: dict[str, list[dict[str, Any]]] = {}
     for path in sorted(SITES_DIR.glob("*/tasks.jsonl")):
         site = path.parent.name
         lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
@@ -54,19 +67,19 @@ def _load_tasks() -> dict[str, list[dict]]:
 
 TASKS_BY_SITE = _load_tasks()
 ALL_TASKS = [task for site in sorted(TASKS_BY_SITE) for task in TASKS_BY_SITE[site]]
-SOLUTIONS: dict[str, list[dict]] = json.loads(SOLUTIONS_FILE.read_text(encoding="utf-8"))
+SOLUTIONS: dict[str, list[dict[str, Any]]] = json.loads(SOLUTIONS_FILE.read_text(encoding="utf-8"))
 
 
 # --------------------------------------------------------------------------- fixtures
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
 @pytest.fixture(scope="module")
-def site_base_url():
+def site_base_url() -> Iterator[str]:
     handler = functools.partial(_QuietHandler, directory=str(SITES_DIR))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -80,7 +93,7 @@ def site_base_url():
 
 
 @pytest.fixture(scope="module")
-def browser():
+def browser() -> Iterator[Browser]:
     with playwright_sync.sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
@@ -92,7 +105,7 @@ def browser():
 class _PageProbe:
     """A fresh context + page that records console errors and foreign/failed requests."""
 
-    def __init__(self, browser, base_url: str):
+    def __init__(self, browser: Browser, base_url: str) -> None:
         self.base_url = base_url
         self.errors: list[str] = []
         self.context = browser.new_context(viewport=VIEWPORT)
@@ -106,31 +119,31 @@ class _PageProbe:
         self.page.on("requestfailed", lambda r: self.errors.append(f"request failed: {r.url}"))
         self.page.on("response", self._on_response)
 
-    def _on_console(self, msg):
+    def _on_console(self, msg: ConsoleMessage) -> None:
         if msg.type == "error":
             self.errors.append(f"console error: {msg.text}")
 
-    def _on_dialog(self, dialog):
+    def _on_dialog(self, dialog: Dialog) -> None:
         self.errors.append(f"native dialog: {dialog.type} {dialog.message!r}")
         dialog.dismiss()
 
-    def _on_request(self, request):
+    def _on_request(self, request: Request) -> None:
         url = request.url
         if url.startswith(("data:", "blob:", "about:")):
             return
         if not url.startswith(self.base_url + "/"):
             self.errors.append(f"request outside the local server: {url}")
 
-    def _on_response(self, response):
+    def _on_response(self, response: Response) -> None:
         if response.status >= 400:
             self.errors.append(f"HTTP {response.status}: {response.url}")
 
-    def close(self):
+    def close(self) -> None:
         self.context.close()
 
 
 @pytest.fixture
-def probe(browser, site_base_url):
+def probe(browser: Browser, site_base_url: str) -> Iterator[_PageProbe]:
     p = _PageProbe(browser, site_base_url)
     try:
         yield p
@@ -146,7 +159,7 @@ def resolve_start_url(start_url: str, base_url: str) -> str:
     return base_url + "/" + start_url[len("site://") :]
 
 
-def evaluate_check(page, check: dict) -> dict[str, bool]:
+def evaluate_check(page: Page, check: dict[str, str]) -> dict[str, bool]:
     """Evaluate every key of a task check the way datagen does; returns key -> passed."""
     results: dict[str, bool] = {}
     if "js" in check:
@@ -158,7 +171,7 @@ def evaluate_check(page, check: dict) -> dict[str, bool]:
     return results
 
 
-def run_step(page, step: dict) -> None:
+def run_step(page: Page, step: dict[str, Any]) -> None:
     assert len(step) == 1, f"a step has exactly one action: {step}"
     ((action, arg),) = step.items()
     if action == "click":
@@ -179,7 +192,9 @@ def run_step(page, step: dict) -> None:
         raise AssertionError(f"unknown solution action {action!r} in {step}")
 
 
-def wait_for_check(page, check: dict, timeout_s: float = CHECK_SETTLE_S) -> dict[str, bool]:
+def wait_for_check(
+    page: Page, check: dict[str, str], timeout_s: float = CHECK_SETTLE_S
+) -> dict[str, bool]:
     deadline = time.monotonic() + timeout_s
     while True:
         results = evaluate_check(page, check)
@@ -213,7 +228,7 @@ _UNNAMED_CONTROLS_JS = """
 
 
 @pytest.mark.browser
-def test_task_lists_are_well_formed():
+def test_task_lists_are_well_formed() -> None:
     assert set(TASKS_BY_SITE) == EXPECTED_SITES, f"sites with tasks.jsonl: {sorted(TASKS_BY_SITE)}"
     ids = [t.get("id") for t in ALL_TASKS]
     assert len(ids) == len(set(ids)), "task ids must be unique"
@@ -240,7 +255,7 @@ def test_task_lists_are_well_formed():
 
 
 @pytest.mark.browser
-def test_every_task_has_a_solution_and_no_solution_is_orphaned():
+def test_every_task_has_a_solution_and_no_solution_is_orphaned() -> None:
     task_ids = {t["id"] for t in ALL_TASKS}
     assert task_ids - set(SOLUTIONS) == set(), "tasks without a known solution"
     assert set(SOLUTIONS) - task_ids == set(), "solutions for unknown tasks"
@@ -250,7 +265,7 @@ def test_every_task_has_a_solution_and_no_solution_is_orphaned():
 
 @pytest.mark.browser
 @pytest.mark.parametrize("site", sorted(EXPECTED_SITES))
-def test_site_loads_cleanly(site, probe):
+def test_site_loads_cleanly(site: str, probe: _PageProbe) -> None:
     response = probe.page.goto(f"{probe.base_url}/{site}/", wait_until="load")
     assert response is not None and response.ok, f"{site}: index not served"
     probe.page.wait_for_timeout(200)
@@ -266,7 +281,7 @@ def test_site_loads_cleanly(site, probe):
 
 @pytest.mark.browser
 @pytest.mark.parametrize("task", ALL_TASKS, ids=[t["id"] for t in ALL_TASKS])
-def test_task_check_false_then_true_after_solution(task, probe):
+def test_task_check_false_then_true_after_solution(task: dict[str, Any], probe: _PageProbe) -> None:
     page = probe.page
     page.goto(resolve_start_url(task["start_url"], probe.base_url), wait_until="load")
 

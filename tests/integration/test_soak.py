@@ -16,15 +16,15 @@ from datagen.pipeline import ShardContext, run_shard
 from datagen.sink.storage import LocalStorage
 from datagen.source import BUNDLED_SITES, shard_tasks
 from datagen.source.readers import read_sites
-from tests.conftest import make_config
+from tests.helpers import ReadyPlugin, make_config
 
-pytestmark = [pytest.mark.browser, pytest.mark.soak]
+pytestmark = [pytest.mark.browser, pytest.mark.soak, pytest.mark.timeout(3600)]  # 500 episodes
 EPISODES = 500
 WARM_UP = 60
 FACTOR = 1.5  # memory at the end within this factor of memory after warm-up
 
 
-def test_browser_memory_stays_bounded(browser_plugin, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_browser_memory_stays_bounded(browser_plugin: ReadyPlugin, tmp_path: Path) -> None:
     config = make_config(
         tmp_path,
         run={"max_steps": 4, "repeats": 1},

@@ -11,10 +11,12 @@ import httpx
 import pytest
 import yaml
 
-from datagen.engine.sim import SimConfig, SimServer
-from tests.integration.test_run_cli import check_dataset, datagen, rows
+from datagen.config import SimConfig
+from datagen.engine.sim import SimServer
+from tests.helpers import check_dataset, datagen, rows
 
-pytestmark = [pytest.mark.browser, pytest.mark.cluster, pytest.mark.slow]
+# each test chains CLI runs bounded at 300 s apiece
+pytestmark = [pytest.mark.browser, pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 def write_pipeline(folder: Path, url: str, **run: object) -> Path:

@@ -26,10 +26,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import closed_port
-from tests.unit.test_deploy import dockerfile
+from tests.helpers import closed_port, dockerfile
 
-pytestmark = [pytest.mark.slow, pytest.mark.cluster, pytest.mark.browser]
+# building the wheel, installing it and running a worker from it: each step bounded at 300 s
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.cluster,
+    pytest.mark.browser,
+    pytest.mark.timeout(1200),
+]
 REPO = Path(__file__).resolve().parents[2]
 
 

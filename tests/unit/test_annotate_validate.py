@@ -93,13 +93,13 @@ def test_grounding_rules_give_reasons() -> None:
 def test_step_rules() -> None:
     good = obs([])
     assert check_step(good, Click(x=10, y=10)) is None
-    assert check_step(good, Click(x=800, y=10))[0] == RejectReason.ACTION_OFF_SCREEN  # type: ignore[index]
+    assert check_step(good, Click(x=800, y=10))[0] == RejectReason.ACTION_OFF_SCREEN
     wrong = obs([], shot=jpeg(400, 300))  # a CSS-px screenshot where device px were recorded
-    assert check_step(wrong, Click(x=1, y=1))[0] == RejectReason.SCREENSHOT_SIZE_MISMATCH  # type: ignore[index]
+    assert check_step(wrong, Click(x=1, y=1))[0] == RejectReason.SCREENSHOT_SIZE_MISMATCH
     assert (
         check_step(obs([], shot=b"not an image"), Click(x=1, y=1))[0]
         == RejectReason.SCREENSHOT_SIZE_MISMATCH
-    )  # type: ignore[index]
+    )
 
 
 def test_expressions_are_unique_within_a_screenshot() -> None:

@@ -34,7 +34,7 @@ class Case:
     name: str
     expect: str  # a substring of the message: the key, file:line or byte named
     pipeline: str | bytes | Callable[[Path], str | bytes] = GOOD
-    files: Callable[[Path], None] | None = None  # writes task lists and other files
+    files: Callable[[Path], object] | None = None  # writes task lists and other files
 
 
 def free_port() -> int:
@@ -81,11 +81,17 @@ def fake_browser(folder: Path) -> None:
     path.chmod(0o755)
 
 
+def _folder(path: Path) -> str:
+    """Make a folder where the pipeline file goes; nothing is written into it."""
+    path.mkdir()
+    return ""
+
+
 PIPELINES = [
     Case("non-UTF-8 bytes", "byte 53 (line 3) is not UTF-8", GOOD.encode() + b"name: caf\xe9\n"),
     Case("binary garbage", "NUL byte", b"\x7fELF\x02\x01\x01\x00\x00\x00binary"),
     Case("UTF-16 file", "byte 0", GOOD.encode("utf-16")),
-    Case("a folder, not a file", "is a folder", lambda d: (d / "p.yaml").mkdir() or ""),
+    Case("a folder, not a file", "is a folder", lambda d: _folder(d / "p.yaml")),
     Case("empty file", "must be a YAML mapping", ""),
     Case("a YAML list", "must be a YAML mapping", "- a\n- b\n"),
     Case(

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from datagen.capacity import Call, calls_per_step, engine_rate, plan_capacity
-from datagen.engine.sim.config import SimConfig
+from datagen.capacity.model import Call, calls_per_step, engine_rate, plan_capacity
+from datagen.config import SimConfig
 from datagen.engine.sim.engine import saturated_rate
 from datagen.engine.tokens import image_tokens
-from tests.conftest import make_config
+from tests.helpers import make_config
 
 VLM = {"type": "vlm", "history_images": 3, "judge": {"max_tokens": 40}}
 
@@ -81,7 +81,7 @@ def test_measured_step_cost_counts_the_browsers_processes(tmp_path: Path) -> Non
 
     import psutil
 
-    from datagen.runtime.calibrate import measure
+    from datagen.capacity.measure import measure
 
     own = psutil.Process().cpu_times()
     cost = asyncio.run(measure(make_config(tmp_path), sessions=2))

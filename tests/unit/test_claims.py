@@ -14,29 +14,11 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from datagen.errors import OutputError
 from datagen.sink.lease import CLAIMS, TEMP_AGE_S, Holder, ShardLeases, shard_lease_key
 from datagen.sink.manifest import finalize
 from datagen.sink.storage import LocalStorage, Storage
 from datagen.sink.writer import RUN_FILE, claim_output, part_key, write_shard
-
-CLAIMERS = 100
-
-
-def race(storage: Storage, run_ids: list[str]) -> list[bool | str]:
-    """Every run id claims at the same moment (a barrier): False = claimed it, True = resumed
-    it, else the OutputError's message."""
-    barrier = threading.Barrier(len(run_ids))
-
-    def claim(run_id: str) -> bool | str:
-        barrier.wait()
-        try:
-            return claim_output(storage, run_id, {"name": run_id})
-        except OutputError as exc:
-            return str(exc)
-
-    with ThreadPoolExecutor(len(run_ids)) as pool:
-        return list(pool.map(claim, run_ids))
+from tests.helpers import CLAIMERS, race, shard_stats
 
 
 def test_one_of_100_simultaneous_claims_wins(tmp_path: Path) -> None:
@@ -81,12 +63,12 @@ def test_leased_shards_are_skipped_then_taken_when_let_go(tmp_path: Path) -> Non
         assert second.take(range(8)) == [6, 7]
         assert first.busy() == {6, 7} and second.busy() == {0, 1, 2, 3, 4, 5}
         assert [str(h) for h in second.others()] == [str(first.me)]
-        write_shard(storage, 0, {}, {})  # first commits shard 0 and lets go
+        write_shard(storage, 0, {}, shard_stats(0))  # first commits shard 0 and lets go
         first.release(0)
         first.release(1)  # shard 1 failed for good: let go uncommitted
         assert second.take(range(6)) == [1]  # committed 0 is not taken, free 1 is
         for shard in (2, 3, 4, 5):
-            write_shard(storage, shard, {}, {})
+            write_shard(storage, shard, {}, shard_stats(shard))
             first.release(shard)
         assert second.wait(range(6)) == []  # all committed now
     assert not storage.list(CLAIMS)  # every lease removed on the way out
@@ -100,7 +82,7 @@ def test_wait_returns_the_shards_a_run_lets_go_uncommitted(tmp_path: Path) -> No
         got: list[list[int]] = []
         waiter = threading.Thread(target=lambda: got.append(second.wait([0, 1, 2])))
         waiter.start()
-        write_shard(storage, 0, {}, {})
+        write_shard(storage, 0, {}, shard_stats(0))
         first.release(0)
         first.release(2)
         waiter.join(timeout=30)
@@ -156,7 +138,7 @@ def test_of_many_runs_taking_the_same_shards_each_shard_gets_one(tmp_path: Path)
 def test_finalize_keeps_the_parts_a_live_run_is_writing(tmp_path: Path) -> None:
     storage = LocalStorage(tmp_path / "out")
     claim_output(storage, "r", {})
-    write_shard(storage, 0, {}, {})
+    write_shard(storage, 0, {}, shard_stats(0))
     with ShardLeases(storage, "r") as mine, ShardLeases(storage, "r") as other:
         other.take([1])
         storage.put(part_key("steps", 1), b"being written by the other run")

@@ -118,7 +118,7 @@ def test_engine_url_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert (
         "sekrit" not in config.model_dump_json()
         and config.engine.api_key.get_secret_value() == "sekrit"
-    )  # type: ignore[union-attr]
+    )
     # where the engine is does not change the run's identity
     monkeypatch.setenv("DG_TEST_URL", "http://127.0.0.1:1")
     assert load_pipeline(path).output_hash() == config.output_hash()

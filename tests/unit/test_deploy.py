@@ -20,9 +20,8 @@ import yaml
 from datagen.cli import app
 from datagen.source import BUNDLED_SITES
 from datagen.source.readers import list_sites
+from tests.helpers import REPO, dockerfile
 
-REPO = Path(__file__).resolve().parents[2]
-DOCKERFILE = REPO / "deploy" / "Dockerfile"
 MANIFEST = REPO / "deploy" / "k8s" / "daskcluster.yaml"
 DEPLOY_DOC = REPO / "docs" / "deploy.md"
 # The operator's CRD schema (dask-kubernetes on PyPI ships it in its Helm chart), descriptions
@@ -35,26 +34,6 @@ INSTRUCTIONS = {
     "FROM", "RUN", "CMD", "LABEL", "EXPOSE", "ENV", "ADD", "COPY", "ENTRYPOINT", "VOLUME",
     "USER", "WORKDIR", "ARG", "ONBUILD", "STOPSIGNAL", "HEALTHCHECK", "SHELL",
 }  # fmt: skip
-
-
-def dockerfile() -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments) in order: comments dropped, continuation lines joined."""
-    out: list[tuple[str, str]] = []
-    pending = ""
-    for line in DOCKERFILE.read_text().splitlines():
-        if not pending and (not line.strip() or line.lstrip().startswith("#")):
-            continue
-        if line.lstrip().startswith("#"):  # a comment inside a continued instruction
-            continue
-        pending += line.rstrip()
-        if pending.endswith("\\"):
-            pending = pending[:-1] + " "
-            continue
-        word, _, rest = pending.strip().partition(" ")
-        out.append((word, rest.strip()))
-        pending = ""
-    assert not pending, "the last instruction ends with a continuation"
-    return out
 
 
 def strict(schema: Any) -> Any:

@@ -113,7 +113,7 @@ def test_parse_errors_say_what_is_wrong() -> None:
 
 def test_stand_in_is_calibrated_to_holotron_on_one_h100() -> None:
     """100 sequences decoding give ≈ 8,900 output tokens/s (the published Holotron-12B figure)."""
-    from datagen.engine.sim.config import SimConfig
+    from datagen.config import SimConfig
     from datagen.engine.sim.engine import saturated_rate
 
     tokens_per_s = saturated_rate(SimConfig(max_num_seqs=100), 1, 1000, requests=600) * 1000

@@ -10,6 +10,7 @@ import ipaddress
 import pytest
 
 from datagen.browser.guard import BadUrl, NameNotResolved, UrlGuard, carried_ipv4, split_url
+from tests.helpers import EMBEDDED
 
 LOOPBACK = ["http://127.0.0.1:8000/", "http://localhost:8000/", "http://[::1]:8000/"]
 
@@ -57,18 +58,6 @@ def test_a_name_without_addresses_is_not_a_block(monkeypatch: pytest.MonkeyPatch
 
 
 # IPv6 addresses that carry an IPv4 one, with the metadata or a loopback address inside
-EMBEDDED = {
-    "nat64": "64:ff9b::a9fe:a9fe",  # 64:ff9b::169.254.169.254
-    "nat64-local-use": "64:ff9b:1::808:808",  # RFC 8215: never public, whatever it carries
-    "ipv4-compatible": "::127.0.0.1",
-    "ipv4-translated": "::ffff:0:a9fe:a9fe",  # SIIT
-    "ipv4-mapped": "::ffff:169.254.169.254",
-    "6to4": "2002:a9fe:a9fe::",
-    "teredo": "2001:0:4136:e378:8000:63bf:5601:56fe",  # client 169.254.169.1, stored inverted
-    "site-local": "fec0::1",
-}
-
-
 @pytest.mark.parametrize("form", EMBEDDED)
 def test_ipv6_forms_carrying_a_non_public_ipv4_are_blocked(form: str) -> None:
     guard = UrlGuard()

@@ -7,7 +7,9 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,6 +29,7 @@ from datagen.sink.writer import (
     read_markers,
     write_shard,
 )
+from tests.helpers import shard_stats
 
 
 def reject(shard: int, i: int) -> RejectRow:
@@ -48,7 +51,7 @@ def output(tmp_path: Path, shards: int = 7) -> LocalStorage:
     claim_output(storage, "r", {"name": "t"})
     for shard in range(shards):
         rows = [reject(shard, i) for i in range(shard + 1)]
-        write_shard(storage, shard, {"rejects": rows}, {"solved": 0, "tasks": shard + 1})
+        write_shard(storage, shard, {"rejects": rows}, shard_stats(shard, tasks=shard + 1))
     return storage
 
 
@@ -61,10 +64,10 @@ def flip_byte(path: Path, offset: int = 40) -> None:
 def test_markers_record_each_parts_size_and_sha256(tmp_path: Path) -> None:
     storage = output(tmp_path, shards=2)
     for marker in read_markers(storage):
-        assert len(marker["files"]) == 4
-        for f in marker["files"]:
-            data = (storage.root / f["key"]).read_bytes()
-            assert f["bytes"] == len(data) and f["sha256"] == hashlib.sha256(data).hexdigest()
+        assert len(marker.files) == 4
+        for f in marker.files:
+            data = (storage.root / f.key).read_bytes()
+            assert f.bytes == len(data) and f.sha256 == hashlib.sha256(data).hexdigest()
     report = verify_output(storage)
     assert report.ok and report.shards == 2 and report.parts == 8
     assert list(report.lines())[-1].startswith("ok: 2 shards, 8 parts verified (sha256")
@@ -124,7 +127,7 @@ def test_readers_and_finalize_skip_an_unreadable_marker(tmp_path: Path) -> None:
     marker = storage.root / marker_key(1)
     marker.write_bytes(marker.read_bytes()[:-30])
     with pytest.warns(UnreadableMarker, match=r"shard 1 skipped: its marker _markers/shard-00001"):
-        assert [m["shard"] for m in read_markers(storage)] == [0, 2]
+        assert [m.shard for m in read_markers(storage)] == [0, 2]
     with pytest.warns(UnreadableMarker, match="shard 1"):
         assert committed_keys(storage, "rejects") == [part_key("rejects", s) for s in (0, 2)]
     with pytest.warns(UnreadableMarker, match="shard 1"):
@@ -132,7 +135,7 @@ def test_readers_and_finalize_skip_an_unreadable_marker(tmp_path: Path) -> None:
     assert table.num_rows == 1 + 3
     with pytest.warns(UnreadableMarker, match="shard 1"):
         manifest = finalize(storage, [0, 1, 2])
-    assert not manifest["complete"] and manifest["shards"]["missing"] == [1]
+    assert not manifest.complete and list(manifest.shards.missing) == [1]
     assert not storage.exists(part_key("rejects", 1))  # its parts were not committed
 
 
@@ -163,12 +166,15 @@ def test_readers_and_finalize_skip_an_unreadable_marker(tmp_path: Path) -> None:
         ),
     ],
 )
-def test_a_marker_of_the_wrong_shape_is_refused(tmp_path: Path, edit, message: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_marker_of_the_wrong_shape_is_refused(
+    tmp_path: Path, edit: Callable[[dict[str, Any]], bytes], message: str
+) -> None:
     storage = LocalStorage(tmp_path)
-    marker = write_shard(storage, 4, {}, {"solved": 0})
-    assert parse_marker(json.dumps(marker).encode(), 4) == marker
+    marker = write_shard(storage, 4, {}, shard_stats(4))
+    written = marker.model_dump(mode="json")
+    assert parse_marker(json.dumps(written).encode(), 4) == marker
     with pytest.raises(ValueError, match=message):
-        parse_marker(edit(marker), 4)
+        parse_marker(edit(written), 4)
 
 
 def test_verify_refuses_a_folder_that_is_no_output(tmp_path: Path) -> None:
@@ -182,7 +188,8 @@ def test_verify_timing_on_a_larger_output(tmp_path: Path) -> None:
     storage = LocalStorage(tmp_path / "out")
     claim_output(storage, "r", {})
     for shard in range(50):
-        write_shard(storage, shard, {"rejects": [reject(shard % 7, i) for i in range(50)]}, {})
+        rows = [reject(shard % 7, i) for i in range(50)]
+        write_shard(storage, shard, {"rejects": rows}, shard_stats(shard))
     started = time.perf_counter()
     sizes = verify_output(storage, full=False)
     full = verify_output(storage)

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import pickle
 import time
+from typing import Any
 
-from datagen.observe.meter import HEADLINE, Meter, register, unregister
+from datagen.observe.meter import Meter
+from datagen.runtime.metrics import HEADLINE, register, unregister
 
 
 class FakeWorker:  # only the attribute Dask's Worker offers for custom metrics
     def __init__(self) -> None:
-        self.metrics: dict = {}  # type: ignore[type-arg]
+        self.metrics: dict[str, Any] = {}
 
 
 def test_rates_over_the_window_gauges_and_rejects() -> None:

@@ -20,6 +20,7 @@ from datagen.records import RejectRow
 from datagen.sink.manifest import finalize
 from datagen.sink.storage import LocalStorage
 from datagen.sink.writer import claim_output, parquet_bytes, part_key, write_shard
+from tests.helpers import shard_stats
 
 
 @contextlib.contextmanager
@@ -53,7 +54,7 @@ def test_files_get_the_permissions_the_umask_allows(tmp_path: Path, mask: int) -
     with umask(mask):
         storage = LocalStorage(tmp_path / "out")
         assert claim_output(storage, "r", {"name": "t"}) is False  # put_new: hard-linked temp
-        write_shard(storage, 0, {"rejects": [reject(0)]}, {})  # put: temp file renamed
+        write_shard(storage, 0, {"rejects": [reject(0)]}, shard_stats(0))  # put: temp file renamed
     files = [p for p in storage.root.rglob("*") if p.is_file()]
     assert len(files) == 6  # _run.json, 4 parts, the marker
     assert {p.name: mode(p) for p in files} == {p.name: 0o666 & ~mask for p in files}
@@ -74,8 +75,8 @@ def output_with_an_empty_shard(tmp_path: Path) -> Path:
     episodes/steps/grounding parts of both, have no rows."""
     storage = LocalStorage(tmp_path / "out")
     claim_output(storage, "r", {"name": "t"})
-    write_shard(storage, 0, {"rejects": [reject(0), reject(1)]}, {})
-    write_shard(storage, 1, {}, {})
+    write_shard(storage, 0, {"rejects": [reject(0), reject(1)]}, shard_stats(0))
+    write_shard(storage, 1, {}, shard_stats(1))
     finalize(storage, [0, 1])
     return storage.root
 

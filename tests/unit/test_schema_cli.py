@@ -103,6 +103,7 @@ def test_foreign_folder_is_refused_and_uncommitted_parts_are_dropped(tmp_path: P
     from datagen.sink.manifest import finalize
     from datagen.sink.storage import LocalStorage
     from datagen.sink.writer import claim_output, write_shard
+    from tests.helpers import shard_stats
 
     (tmp_path / "foreign").mkdir()
     (tmp_path / "foreign" / "notes.txt").write_text("mine")
@@ -110,10 +111,10 @@ def test_foreign_folder_is_refused_and_uncommitted_parts_are_dropped(tmp_path: P
         claim_output(LocalStorage(tmp_path / "foreign"), "r", {})
     storage = LocalStorage(tmp_path / "out")
     claim_output(storage, "r", {"name": "t"})
-    write_shard(storage, 0, {}, {"solved": 0})
+    write_shard(storage, 0, {}, shard_stats(0))
     storage.put("steps/part-00001.parquet", b"half a shard, no marker")
     manifest = finalize(storage, [0, 1])
-    assert not manifest["complete"] and manifest["shards"]["missing"] == [1]
+    assert not manifest.complete and list(manifest.shards.missing) == [1]
     assert not storage.exists("steps/part-00001.parquet") and storage.exists(
         "steps/part-00000.parquet"
     )

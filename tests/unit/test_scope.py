@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from datagen.browser.guard import UrlGuard
 from datagen.cli import app
-from datagen.config import ExplorePolicy, RunConfig
+from datagen.config import ExplorePolicyConfig, RunConfig
 from datagen.policy import make_policy
 from datagen.policy.explore import Explorer
 from datagen.records import Back, Click, Element, Goto, Observation, RejectReason, Scroll, TaskSpec
@@ -117,14 +117,14 @@ def test_list_scope_hosts_ports_origins_and_prefixes() -> None:
 )
 def test_bad_scope_settings_say_how_to_fix(value: object, message: str) -> None:
     with pytest.raises(ValueError, match=message) as info:
-        RunConfig(scope=value)  # type: ignore[arg-type]
+        RunConfig(scope=value)
     assert "fix:" in str(info.value)
 
 
 def test_good_scope_settings_load() -> None:
     assert RunConfig().scope == "site"
     for value in ("origin", "anywhere", ["example.com", "[::1]:8080", "https://a.b/c/"]):
-        assert RunConfig(scope=value).scope == value  # type: ignore[arg-type]
+        assert RunConfig(scope=value).scope == value
 
 
 def test_page_problems() -> None:
@@ -204,7 +204,7 @@ def observe(elements: list[Element], url: str = START + "app") -> Observation:
 def explorer(seed: int = 0) -> Explorer:
     guard = UrlGuard(["127.0.0.1:8000"])
     scope = Scope.for_task("site", START, blocked=guard.check_static)
-    policy = make_policy(ExplorePolicy(type="explore"), TASK, seed, scope=scope)
+    policy = make_policy(ExplorePolicyConfig(type="explore"), TASK, seed, scope=scope)
     assert isinstance(policy, Explorer)
     return policy
 
@@ -309,11 +309,11 @@ def test_bundled_sites_are_not_warned_about(tmp_path: Path) -> None:
 
 
 def test_the_model_policy_is_told_when_its_action_led_away() -> None:
-    from datagen.config import VlmPolicy as VlmConfig
+    from datagen.config import VlmPolicyConfig
     from datagen.policy import Recovering
     from datagen.policy.vlm import VlmPolicy
 
-    policy = VlmPolicy(VlmConfig(type="vlm"), engines=None)  # type: ignore[arg-type]
+    policy = VlmPolicy(VlmPolicyConfig(type="vlm"), engines=None)  # type: ignore[arg-type]
     policy.strayed("off_scope", "https://github.com/")  # nothing to annotate yet: no error
     policy.previous.append('{"type": "click"}')
     policy.strayed("off_scope", "https://github.com/")
@@ -329,7 +329,7 @@ MALFORMED = ["http://127.0.0.1:99999/", "http://[::1/", "http://h:80a/"]
 
 
 def test_urls_that_do_not_parse_are_in_no_scope_and_raise_nothing() -> None:
-    from datagen.course import Course
+    from datagen.pipeline.course import Course
 
     guard = UrlGuard(["127.0.0.1:8000"])
     for kind in ("site", "origin", "anywhere", ["127.0.0.1"]):

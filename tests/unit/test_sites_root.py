@@ -14,7 +14,7 @@ from datagen.cli import app
 from datagen.errors import SourceError
 from datagen.runtime.plugin import BrowserPlugin
 from datagen.source import BUNDLED_SITES, checked_sites_root
-from tests.conftest import make_config
+from tests.helpers import make_config
 
 runner = CliRunner()
 

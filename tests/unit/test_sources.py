@@ -4,10 +4,10 @@ from pathlib import Path
 import pytest
 
 from datagen.errors import ConfigError, SourceError
-from datagen.plan import make_plan
+from datagen.runplan import make_plan
 from datagen.source import BUNDLED_SITES, shard_tasks, task_key
 from datagen.source.readers import list_sites, read_native, read_sites, read_urls, read_webvoyager
-from tests.conftest import make_config
+from tests.helpers import make_config
 
 
 def test_native_reader(tmp_path: Path) -> None:
@@ -34,7 +34,7 @@ def test_native_reader(tmp_path: Path) -> None:
         + "\n"
     )
     a, b = read_native(path)
-    assert (a.id, a.check.js, a.max_steps, a.source) == ("a", "1", 3, "native")  # type: ignore[union-attr]
+    assert (a.id, a.check.js, a.max_steps, a.source) == ("a", "1", 3, "native")
     assert b.actions[0].type == "click"
 
 

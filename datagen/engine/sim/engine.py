@@ -16,7 +16,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from datagen.engine.sim.config import SimConfig
+from datagen.config import SimConfig
 from datagen.engine.sim.metrics import SimMetrics
 from datagen.engine.tokens import BYTES_PER_TOKEN
 

@@ -14,7 +14,7 @@ from typing import Any
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from datagen.engine.sim.config import SimConfig
+from datagen.config import SimConfig
 from datagen.engine.tokens import image_tiles, image_tokens, text_tokens
 
 KNOWN_FIELDS = {

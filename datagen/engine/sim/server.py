@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import logging
 import random
 import threading
@@ -19,11 +18,12 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import generate_latest
 
+from datagen.config import STANDIN_OWNER, SimConfig
 from datagen.engine.sim.answers import answer_text
-from datagen.engine.sim.config import STANDIN_OWNER, SimConfig
 from datagen.engine.sim.engine import SimEngine, SimRequest
 from datagen.engine.sim.metrics import SimMetrics
 from datagen.engine.sim.protocol import ApiError, measure, parse_body
+from datagen.engine.sim.replies import completion, stream_completion
 
 log = logging.getLogger(__name__)
 METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -132,7 +132,7 @@ async def _chat(request: web.Request) -> web.StreamResponse:
         answer=answer,
     )
     if body.stream:
-        return await _stream(
+        return await stream_completion(
             request, engine, sim, config, bool((body.stream_options or {}).get("include_usage"))
         )
     sim.done = asyncio.get_running_loop().create_future()
@@ -144,7 +144,7 @@ async def _chat(request: web.Request) -> web.StreamResponse:
         raise
     if sim.finish_reason == "error":
         return _error(ApiError(500, "InternalServerError", "Internal server error"))
-    return web.json_response(_completion(sim, config))
+    return web.json_response(completion(sim, config))
 
 
 def _fault(rng: random.Random, config: SimConfig) -> str | None:
@@ -158,133 +158,6 @@ def _fault(rng: random.Random, config: SimConfig) -> str | None:
             return name
         draw -= rate
     return None
-
-
-def _usage(sim: SimRequest) -> dict[str, Any]:
-    return {
-        "prompt_tokens": sim.prompt_tokens,
-        "completion_tokens": sim.output_tokens,
-        "total_tokens": sim.prompt_tokens + sim.output_tokens,
-        "prompt_tokens_details": None,
-    }
-
-
-def _completion(sim: SimRequest, config: SimConfig) -> dict[str, Any]:
-    message: dict[str, Any] = {
-        "role": "assistant",
-        "content": sim.text,
-        "refusal": None,
-        "annotations": None,
-        "audio": None,
-        "function_call": None,
-        "tool_calls": [],
-        "reasoning": None,
-        "reasoning_content": None,
-    }
-    return {
-        "id": sim.id,
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": config.served_model_name,
-        "choices": [
-            {
-                "index": 0,
-                "message": message,
-                "logprobs": None,
-                "finish_reason": sim.finish_reason,
-                "stop_reason": None,
-                "token_ids": None,
-            }
-        ],
-        "service_tier": None,
-        "system_fingerprint": None,
-        "usage": _usage(sim),
-        "prompt_logprobs": None,
-        "prompt_token_ids": None,
-        "kv_transfer_params": None,
-    }
-
-
-async def _stream(
-    request: web.Request, engine: SimEngine, sim: SimRequest, config: SimConfig, include_usage: bool
-) -> web.StreamResponse:
-    sim.stream = asyncio.Queue()
-    engine.submit(sim)
-    response = web.StreamResponse(
-        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
-    )
-    await response.prepare(request)
-    base = {
-        "id": sim.id,
-        "object": "chat.completion.chunk",
-        "created": int(time.time()),
-        "model": config.served_model_name,
-    }
-
-    async def send(payload: dict[str, Any] | str) -> None:
-        data = payload if isinstance(payload, str) else json.dumps(payload)
-        await response.write(f"data: {data}\n\n".encode())
-
-    try:
-        first = True
-        while (piece := await sim.stream.get()) is not None:
-            delta = {"role": "assistant", "content": ""} if first else {}
-            if first:
-                await send(
-                    {
-                        **base,
-                        "choices": [
-                            {"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}
-                        ],
-                    }
-                )
-                first = False
-            await send(
-                {
-                    **base,
-                    "choices": [
-                        {
-                            "index": 0,
-                            "delta": {"content": piece},
-                            "logprobs": None,
-                            "finish_reason": None,
-                        }
-                    ],
-                }
-            )
-        if sim.finish_reason == "error":
-            await send(
-                {
-                    "error": {
-                        "message": "Internal server error",
-                        "type": "InternalServerError",
-                        "param": None,
-                        "code": 500,
-                    }
-                }
-            )
-        else:
-            await send(
-                {
-                    **base,
-                    "choices": [
-                        {
-                            "index": 0,
-                            "delta": {},
-                            "logprobs": None,
-                            "finish_reason": sim.finish_reason,
-                            "stop_reason": None,
-                        }
-                    ],
-                }
-            )
-            if include_usage:
-                await send({**base, "choices": [], "usage": _usage(sim)})
-        await send("[DONE]")
-    except (asyncio.CancelledError, ConnectionResetError):
-        engine.abort(sim)
-        raise
-    return response
 
 
 async def _models(request: web.Request) -> web.Response:

@@ -2,8 +2,9 @@
 
     PipelineConfig ─► make_plan() ─► Plan(tasks, shards, run_id)
 
-`datagen validate` and `datagen run --dry-run` print it, with `warnings(plan)`; `datagen run`
-executes it.
+`datagen validate` and `datagen run --dry-run` print it (observe.summary.show_plan), with
+`warnings(plan)`; `datagen run` executes it. Not what `datagen plan` prints: that is the
+capacity plan (sessions, workers, GPU hours: datagen.capacity).
 """
 
 from __future__ import annotations

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import psutil
 
-from datagen.browser.session import BrowserHost
+from datagen.browser.host import BrowserHost
 from datagen.config import PipelineConfig, parse_pipeline
 from datagen.pipeline import ShardContext, run_shard
-from datagen.plan import make_plan
+from datagen.runplan import make_plan
 from datagen.sink.storage import LocalStorage
 from datagen.source.readers import BUNDLED_SITES
 from datagen.source.serve import SiteServer
@@ -31,6 +31,9 @@ from datagen.source.serve import SiteServer
 
 @dataclass(frozen=True)
 class StepCost:
+    """What one step cost here: CPU (the whole process tree) and a session's wall time, in ms,
+    over `steps` steps made by `sessions` sessions."""
+
     cpu_ms: float
     wall_ms: float
     steps: int
@@ -51,6 +54,8 @@ def tree_cpu_seconds() -> float:
 
 
 def calibration_config(config: PipelineConfig, folder: Path, sessions: int) -> PipelineConfig:
+    """`config`'s browser and annotation settings on the bundled sites with the explore policy,
+    written to `folder`: two shards of `2 × sessions` short tasks, no model calls."""
     data = config.model_dump(mode="json", exclude={"sources", "policy", "engine", "output"})
     data |= {
         "sources": [{"type": "sites"}],

@@ -1,4 +1,4 @@
-"""`datagen plan`: how many sessions, CPU workers and GPU hours a pipeline needs, before launch.
+"""The capacity model of `datagen plan`: sessions, CPU workers and GPU hours a pipeline needs.
 
     pipeline ─► calls per step (roles) ─► prompt tokens per call (viewport → resize → tiling)
              ─► engine model (the stand-in's, calibrated to Holotron-12B on one H100)
@@ -23,9 +23,8 @@ from typing import Any
 
 from PIL import Image
 
-from datagen.config import PipelineConfig, VlmPolicy
+from datagen.config import PipelineConfig, SimConfig, VlmPolicyConfig
 from datagen.engine.profiles import PROFILES, encode_screenshot
-from datagen.engine.sim.config import SimConfig
 from datagen.engine.sim.engine import Shape, virtual_rate
 from datagen.engine.sim.protocol import ChatBody, measure
 
@@ -55,9 +54,17 @@ class Call:
 
 @dataclass
 class CapacityPlan:
+    """The estimate, with the figures it assumed (CPU and wall time per step, the worker's
+    cores, the GPU's price and the server's max_num_seqs) so that it can be shown alone."""
+
     episodes: int
     steps_per_episode: float
     calls: list[Call]
+    cpu_ms_per_step: float = CPU_MS_PER_STEP
+    step_wall_ms: float = STEP_WALL_MS
+    cores_per_worker: int = 8
+    gpu_hour_usd: float = 3.0
+    max_num_seqs: int = 0  # of the engine modelled; 0: no model calls, no engine
     engine_steps_per_s: float = 0.0
     engine_requests_per_s: float = 0.0
     engine_tokens_per_s: float = 0.0
@@ -73,6 +80,7 @@ class CapacityPlan:
 
     @property
     def steps(self) -> float:
+        """Steps of the whole run."""
         return self.episodes * self.steps_per_episode
 
 
@@ -82,11 +90,11 @@ def calls_per_step(
     """The engine requests one step makes, with their prompt and answer sizes (`click_share`:
     the steps whose action is a click, which the localizer re-grounds). Prompts are the real
     profile's messages, counted by the stand-in's own `measure` (text, tiling, vLLM's limits)."""
-    policy = config.policy if isinstance(config.policy, VlmPolicy) else None
+    policy = config.policy if isinstance(config.policy, VlmPolicyConfig) else None
     expressions = config.annotation.model_expressions
     if policy is None and expressions is None:
         return []
-    sent = policy or VlmPolicy(type="vlm")  # the profile and image size the calls use
+    sent = policy or VlmPolicyConfig(type="vlm")  # the profile and image size the calls use
     profile = PROFILES[sent.profile]
     vp, dsf = config.browser.viewport, config.browser.device_scale_factor
     width, height = round(vp.width * dsf), round(vp.height * dsf)
@@ -144,7 +152,9 @@ def plan_capacity(
     """The plan; `engine` defaults to the calibrated model with the pipeline's max_num_seqs."""
     per_episode = steps_per_episode or float(config.run.max_steps)
     calls = calls_per_step(config, per_episode)
-    plan = CapacityPlan(episodes, per_episode, calls)
+    plan = CapacityPlan(
+        episodes, per_episode, calls, cpu_ms_per_step, step_wall_ms, cores_per_worker, gpu_hour_usd
+    )
     cpu_s = cpu_ms_per_step / 1000
     if not calls:  # CPU only: hours on the configured workers
         plan.notes.append("no model calls: the run is CPU-bound and needs no GPU")
@@ -161,6 +171,7 @@ def plan_capacity(
             )
         return plan
     engine = engine or SimConfig(max_num_seqs=config.engine.sim.max_num_seqs)
+    plan.max_num_seqs = engine.max_num_seqs
     best, best_in_flight = 0.0, 1
     for in_flight in _candidates(engine.max_num_seqs):
         rate = engine_rate(engine, calls, in_flight)

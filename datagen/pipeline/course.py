@@ -1,6 +1,6 @@
 """An episode's course: its scope, where it started, its last page in scope, and whether the
 page on show may become data. The pipeline's step loop asks before every observation; pages
-that may not become rejects and the session goes back (pipeline.py).
+that may not become rejects and the session goes back (episode.py).
 
     run.scope + start URL + where it landed ─► Course.for_episode()
     Session (URL, main document, blocked requests) ─► Course.stray() ─► Stray | None

@@ -1,4 +1,5 @@
-"""`datagen inspect`: what is in a dataset, in the terminal and as a static HTML gallery.
+"""`datagen inspect`: what is in a dataset, in the terminal and as a static HTML gallery. Beside
+the sink because it reads the sink's layout (committed parts only, through sink.read).
 
 read_committed() ─► summary() ─► numbers for the terminal
                  ─► gallery() ─► one HTML file: each episode's screenshots in order, with

@@ -1,4 +1,5 @@
-"""The run report: what the dashboard showed live, kept as one HTML file in the output.
+"""The run report: what the dashboard showed live, kept as one HTML file in the output. In
+`runtime/` because its timeline samples the Dask scheduler (the figures of runtime.metrics).
 
 Timeline (driver thread) ─ every `interval_s` ─► scheduler_info()["workers"][*]["metrics"]
 run ends ─► write_report(): throughput, engine and browser-memory curves from the
@@ -23,7 +24,8 @@ from bokeh.palettes import Category10_10
 from bokeh.plotting import figure
 from bokeh.resources import INLINE
 
-from datagen.observe.meter import METRIC
+from datagen.runtime.metrics import METRIC
+from datagen.sink.models import Manifest
 from datagen.sink.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -121,25 +123,24 @@ def _histogram(values: np.ndarray, title: str) -> Any:
 def write_report(
     storage: Storage,
     timeline: Timeline,
-    manifest: dict[str, Any],
+    manifest: Manifest,
     steps: dict[str, np.ndarray],
     seconds: float,
 ) -> str:
     """Render the report into the output; returns its key."""
-    tables = manifest.get("tables", {})
-    rows = {name: info.get("rows", 0) for name, info in tables.items()}
-    tasks, dropped = manifest.get("tasks", {}), manifest.get("steps_dropped", {})
+    rows = {name: info.rows for name, info in manifest.tables.items()}
+    tasks, dropped = manifest.tasks, manifest.steps_dropped
     head = Div(
         text=(
-            f"<h1>datagen run report</h1><p>run <code>{manifest.get('run_id', '')}</code>, "
+            f"<h1>datagen run report</h1><p>run <code>{manifest.run_id}</code>, "
             f"{seconds:.1f} s; episodes {rows.get('episodes', 0)} from "
-            f"{tasks.get('with_episodes', 0)} of {tasks.get('committed', 0)} tasks, "
+            f"{tasks.with_episodes} of {tasks.committed} tasks, "
             f"steps {rows.get('steps', 0)}, "
-            f"grounding rows {rows.get('grounding', 0)}, solved {manifest.get('solved', 0)}; "
-            f"rejects by reason: {manifest.get('reject_reasons') or 'none'}.</p>"
+            f"grounding rows {rows.get('grounding', 0)}, solved {manifest.solved}; "
+            f"rejects by reason: {manifest.reject_reasons or 'none'}.</p>"
             f"<p>Observations dropped on pages out of scope, error or blank pages (never data): "
-            f"{dropped.get('total', 0)}, {dropped.get('share', 0.0):.1%} of all "
-            f"({dropped.get('by_reason') or 'none'}). "
+            f"{dropped.total}, {dropped.share:.1%} of all "
+            f"({dropped.by_reason or 'none'}). "
             "Curves: the workers' figures as the Dask dashboard showed them (10 s windows).</p>"
         ),
         sizing_mode="stretch_width",
@@ -161,10 +162,10 @@ def write_report(
         values = steps.get(name)
         if values is not None and len(values):
             parts.append(_histogram(values, title))
-    reasons = manifest.get("reject_reasons") or {}
+    reasons = manifest.reject_reasons
     if reasons:
         names = sorted(reasons, key=lambda r: -reasons[r])
-        bars = figure(x_range=FactorRange(*names), title="rejects by reason", height=260)
+        bars = figure(x_range=FactorRange(factors=names), title="rejects by reason", height=260)
         bars.sizing_mode = "stretch_width"
         bars.vbar(x=names, top=[reasons[n] for n in names], width=0.8)
         parts.append(bars)

@@ -1,0 +1,224 @@
+"""Browser host: one Playwright driver and one Chromium per worker, and a fresh, isolated
+context per episode.
+
+    BrowserHost.start() ─► session() ─► Session (session.py) ─► close() | kill() | restart()
+
+The host also answers for the browser as a whole: its memory (USS over its processes), whether
+it still answers CDP, and killing it when it does not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib import metadata
+from pathlib import Path
+
+import psutil
+from playwright.async_api import Browser, Playwright, async_playwright
+
+from datagen.browser.egress import EgressProxy
+from datagen.browser.failures import BrowserDied
+from datagen.browser.guard import UrlGuard
+from datagen.browser.hostile import PageEvents, harden
+from datagen.browser.launch import find_executable, launch_options
+from datagen.browser.memory import PageMemory
+from datagen.browser.session import CONCURRENT_LOADS, Session
+from datagen.config import BrowserConfig
+
+log = logging.getLogger(__name__)
+PAGE_INIT_JS = (Path(__file__).parent / "page_init.js").read_text(encoding="utf-8")
+CONTEXT_CLOSE_TIMEOUT_S = 10.0
+
+
+class BrowserHost:
+    """One Playwright driver and one Chromium, owned by the event loop that started them."""
+
+    def __init__(self, config: BrowserConfig, allow: list[str] | None = None) -> None:
+        self.config = config
+        self.guard = UrlGuard([*config.allow, *(allow or [])]) if config.url_guard else None
+        self.episodes = 0  # sessions opened since this browser started (for recycling)
+        self.launches = 0  # browsers started: a shard commits only on the one it began with
+        self.stopping = False  # close() has begun: what fails now is no task's fault
+        self._marker = (
+            f"--datagen-browser={uuid.uuid4().hex}"  # finds our processes; Chromium ignores it
+        )
+        self._main_process: psutil.Process | None = None
+        self._memory: tuple[float, float] = (0.0, 0.0)  # (when measured, MB)
+        self.egress: EgressProxy | None = None
+        self._playwright: Playwright | None = None
+        self._browser: Browser | None = None
+        self.version = ""
+        self.playwright_version = metadata.version("playwright")
+        self._loads: asyncio.Semaphore | None = None
+        self._traces: asyncio.Lock | None = None  # pages' memory watchers trace one at a time
+
+    async def start(self) -> None:
+        self._playwright = await async_playwright().start()
+        own = None
+        try:
+            own = self._playwright.chromium.executable_path
+        except Exception:  # no browser downloaded by Playwright: fine, use the system's
+            own = None
+        executable = find_executable(self.config.executable, own)
+        self._main_process = None
+        if self.guard is not None:
+            # Every connection goes through the egress proxy (Playwright sends loopback there
+            # too), and WebRTC sends no UDP, which could not.
+            self.egress = EgressProxy(self.guard)
+            await self.egress.start()
+        options = launch_options(
+            executable,
+            self.config.headless,
+            [*self.config.extra_args, self._marker],
+            proxy=self.egress.url if self.egress is not None else None,
+        )
+        self._browser = await self._playwright.chromium.launch(**options)  # type: ignore[arg-type]
+        self.version = f"chromium/{self._browser.version}"
+        self.episodes = 0
+        self.launches += 1
+        self.stopping = False
+        log.info("browser started: %s (%s)", self.version, executable)
+
+    @property
+    def connected(self) -> bool:
+        """The browser runs and is not being closed."""
+        return self._browser is not None and self._browser.is_connected() and not self.stopping
+
+    def memory_mb(self, max_age_s: float = 1.0) -> float:
+        """The browser's own memory: USS summed over its processes (RSS would count shared
+        pages once per process, ~5× too much). Measured at most once per `max_age_s`."""
+        when, value = self._memory
+        if time.monotonic() - when < max_age_s:
+            return value
+        total = 0
+        for process in self._browser_processes():
+            with contextlib.suppress(psutil.Error):
+                total += process.memory_full_info().uss
+        self._memory = (time.monotonic(), total / 2**20)
+        return self._memory[1]
+
+    @property
+    def open_contexts(self) -> int:
+        return len(self._browser.contexts) if self._browser is not None else 0
+
+    async def admit(self, others_running: int) -> None:
+        """Wait before a new episode while the browser is above its memory limit and other
+        episodes are still running (they free memory as they end; never wait for nothing)."""
+        while others_running and self.memory_mb() > self.config.memory_limit_mb:
+            await asyncio.sleep(0.5)
+            others_running = self.open_contexts
+
+    async def responsive(self, timeout_s: float = 10.0) -> bool:
+        """Does the browser still answer a CDP command within `timeout_s`?"""
+        if self._browser is None or not self.connected:
+            return False
+        try:
+            cdp = await asyncio.wait_for(self._browser.new_browser_cdp_session(), timeout_s)
+            await asyncio.wait_for(cdp.send("Browser.getVersion"), timeout_s)
+            await cdp.detach()
+        except Exception:
+            return False
+        return True
+
+    async def kill(self) -> None:
+        """Kill a browser that stopped answering: its processes, then our handles."""
+        for process in self._browser_processes():
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+        await self.close()
+
+    def _browser_processes(self) -> list[psutil.Process]:
+        """This host's Chromium: the process whose command line carries our marker switch
+        (Playwright does not expose the pid), and everything under it."""
+        main = self._main_process
+        if main is None or not main.is_running():
+            main = next(
+                (
+                    p
+                    for p in psutil.process_iter(["cmdline"])
+                    if self._marker in (p.info["cmdline"] or [])
+                ),
+                None,
+            )
+            self._main_process = main
+        if main is None:
+            return []
+        try:
+            children: list[psutil.Process] = main.children(recursive=True)
+        except psutil.Error:
+            return []
+        return [main, *children]
+
+    async def restart(self) -> None:
+        """Relaunch after the browser died (a crash, an OOM kill)."""
+        await self.close()
+        await self.start()
+
+    async def close(self) -> None:
+        """Close browser then driver; each step guarded so one failure doesn't leak the other."""
+        self.stopping = True  # before anything closes: episodes failing from here are not data
+        if self._browser is not None:
+            try:
+                await self._browser.close()
+            except Exception:
+                log.warning("browser close failed", exc_info=True)
+            self._browser = None
+        if self._playwright is not None:
+            try:
+                await self._playwright.stop()
+            except Exception:
+                log.warning("playwright stop failed", exc_info=True)
+            self._playwright = None
+        if self.egress is not None:
+            await self.egress.close()
+            self.egress = None
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[Session]:
+        """A fresh, isolated browser context with one page, closed on exit."""
+        if self._browser is None or not self.connected:
+            raise BrowserDied("the browser is not running")
+        cfg = self.config
+        self.episodes += 1
+        watch: asyncio.Task[None] | None = None
+        context = await self._browser.new_context(
+            viewport={"width": cfg.viewport.width, "height": cfg.viewport.height},
+            device_scale_factor=cfg.device_scale_factor,
+            accept_downloads=False,  # a download is not data, and fills disks
+            service_workers="block",  # they could fetch past the route-based guard
+        )
+        try:
+            await context.add_init_script(script=PAGE_INIT_JS)  # before any page script runs
+            page = await context.new_page()
+            events = PageEvents()
+            await harden(context, page, self.guard, events)
+            page.set_default_timeout(cfg.action_timeout_s * 1000)
+            page.set_default_navigation_timeout(cfg.navigation_timeout_s * 1000)
+            cdp = await context.new_cdp_session(page)
+            if self._loads is None:
+                self._loads = asyncio.Semaphore(CONCURRENT_LOADS)
+            if self._traces is None:
+                self._traces = asyncio.Lock()
+            memory = PageMemory(
+                page, cdp, cfg.page_memory_mb, self._traces, self._browser_processes
+            )
+            watch = asyncio.create_task(memory.watch(), name="datagen-page-memory")
+            yield Session(
+                context, page, cdp, cfg, self._loads, events, self.guard, self.egress, memory
+            )
+        finally:
+            if watch is not None:
+                watch.cancel()  # not awaited: it must not delay (or swallow) the close below
+            try:
+                # A renderer stuck in a JS loop can make close slow: bounded, then move on.
+                await asyncio.wait_for(context.close(), CONTEXT_CLOSE_TIMEOUT_S)
+            except Exception:
+                # closed along with the browser (a shutdown): nothing worth a warning
+                level = logging.WARNING if self.connected else logging.DEBUG
+                log.log(level, "context close failed", exc_info=True)

@@ -1,0 +1,10 @@
+"""`datagen plan`: the capacity plan of a pipeline, before launch.
+
+    pipeline ─► model.plan_capacity() ─► CapacityPlan ─► render.show_capacity() ─► the tables
+                    ▲ CPU and wall time per step: assumed (the benchmarks' figures), or
+                    └ measure.measure() (`--measure`: one shard run here on the bundled sites)
+
+Not to be confused with `datagen.runplan`: the plan of a run (tasks, shards, run id) that
+`datagen validate` and `datagen run --dry-run` print. No Dask here; `measure` runs a shard the
+way a worker does, in this process.
+"""

@@ -1,0 +1,188 @@
+"""What `datagen validate` and `datagen run` print around a run: the run plan before anything
+starts, and the summary when it ends. Rich tables and lines, no Dask, no pyarrow at import.
+
+    runplan.Plan ─► show_plan(), show_warnings() ─► the terminal
+    runtime.RunSummary (manifest, shards, workers) ─► show_summary() ─► the terminal
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from datagen.runplan import Plan
+    from datagen.runtime import RunSummary
+    from datagen.sink.models import Manifest
+
+
+def show_plan(console: Console, plan: Plan, flags: Mapping[str, str] | None = None) -> None:
+    """The plan as a table; `flags`: the cluster keys set on the command line → the flag that
+    set each (shown beside its value)."""
+    from datagen.config import redact_url
+
+    cfg = plan.config
+    by_flag = {k: f" ({flag})" for k, flag in (flags or {}).items()}
+    table = Table(title=f"plan: {cfg.name}", show_header=False)
+    by_source: dict[str, int] = {}
+    for task in plan.tasks:
+        by_source[task.source] = by_source.get(task.source, 0) + 1
+    if cfg.cluster.address:
+        cluster = cfg.cluster.address + by_flag.get("address", "")
+    else:
+        cluster = (
+            f"LocalCluster, {cfg.cluster.workers} worker processes{by_flag.get('workers', '')}"
+        )
+    rows = [
+        ("tasks", f"{len(plan.tasks)} ({', '.join(f'{k} {v}' for k, v in by_source.items())})"),
+        (
+            "episodes",
+            f"{plan.episodes} ({cfg.run.repeats} per task, ≤ {cfg.run.max_steps} steps unless the task says)",
+        ),
+        ("shards", f"{len(plan.shard_ids)} (≈{cfg.run.tasks_per_shard} tasks each)"),
+        ("cluster", cluster),
+        (
+            "sessions",
+            f"{cfg.cluster.sessions_per_worker} per worker{by_flag.get('sessions_per_worker', '')}",
+        ),
+        ("policy", cfg.policy.type),
+        (
+            "browser",
+            f"{cfg.browser.viewport.width}×{cfg.browser.viewport.height} @{cfg.browser.device_scale_factor:g}x, {cfg.browser.image_format}",
+        ),
+        ("output", cfg.output.uri),
+        *(
+            [
+                (
+                    "engine",
+                    redact_url(cfg.engine.url)
+                    if cfg.engine.url
+                    else "stand-in started by datagen (not a model)",
+                )
+            ]
+            if cfg.uses_engine
+            else []
+        ),
+        ("run id", plan.run_id),
+    ]
+    for key, value in rows:
+        table.add_row(key, value)
+    console.print(table)
+
+
+def show_warnings(console: Console, plan: Plan) -> None:
+    """What would make the run produce less than it could (runplan.warnings), in yellow."""
+    from datagen.runplan import warnings
+
+    for line in warnings(plan):
+        console.print(f"[yellow]{line}[/]", highlight=False)
+
+
+def show_summary(console: Console, err_console: Console, summary: RunSummary, tasks: int) -> None:
+    """The end of a run: rows per table, episodes and rejects, what was skipped, redone, lost
+    or failed, and where the output and its report are."""
+    manifest = summary.manifest
+    assert manifest is not None  # `execute` returns once the run is finalized
+    table = Table(title="output")
+    table.add_column("table")
+    table.add_column("rows", justify="right")
+    for name, info in manifest.tables.items():
+        table.add_row(name, str(info.rows))
+    console.print(table)
+    episodes = manifest.tables["episodes"].rows
+    with_episodes = manifest.tasks.with_episodes
+    console.print(
+        f"episodes from {with_episodes} of {tasks} tasks; solved {manifest.solved} of "
+        f"{episodes} episodes; rejects by reason: {manifest.reject_reasons or 'none'}"
+    )
+    dropped = manifest.steps_dropped
+    if dropped.total:
+        reasons = ", ".join(f"{r} {n}" for r, n in dropped.by_reason.items())
+        console.print(
+            f"dropped {dropped.total} observations ({dropped.share:.1%} of all) on pages "
+            f"out of scope, error or blank pages, never data: {reasons} (see run.scope)"
+        )
+    show_shards(console, summary)
+    show_workers(console, err_console, summary)
+    for shard, reason in summary.failed_shards.items():
+        err_console.print(f"[red]shard {shard} failed:[/] {reason}")
+    state = (
+        "complete"
+        if manifest.complete
+        else f"incomplete (missing shards {list(manifest.shards.missing)}; run again to finish)"
+    )
+    if tasks and not episodes:
+        state = "produced no episodes: every task ended as a reject"
+        show_top_rejects(err_console, manifest)
+    console.print(f"wrote {manifest.output[0]} in {summary.seconds:.1f}s: {state}")
+    if summary.report:
+        console.print(f"run report (throughput, latency, memory): {summary.report}")
+
+
+def show_shards(console: Console, summary: RunSummary) -> None:
+    """Shards this run did not run as planned: skipped (committed before), redone (failed the
+    integrity check), held by another run of the same pipeline."""
+    if summary.skipped_shards:
+        before, n = summary.resumed, len(summary.skipped_shards)
+        console.print(
+            f"already committed and skipped: {n} shard{'s' * (n != 1)} "
+            f"({before.episodes} episodes, {before.rejected} ended as rejects)"
+        )
+    if summary.redone_shards:
+        n = len(summary.redone_shards)
+        console.print(
+            f"[yellow]redone: {n} shard{'s' * (n != 1)} whose committed parts failed the "
+            "integrity check (marker removed, shard run again):[/]"
+        )
+        for shard, reason in summary.redone_shards.items():
+            console.print(
+                f"  shard {shard}: {reason}", highlight=False, markup=False, soft_wrap=True
+            )
+    if summary.leased_elsewhere:
+        n, theirs = len(summary.leased_elsewhere), len(summary.other_run_shards)
+        console.print(
+            f"another run of this pipeline held {n} shard{'s' * (n != 1)} when this one "
+            f"started: {theirs} committed by it, {n - theirs} taken over here when it stopped; "
+            f"this run ran {len(summary.results) + len(summary.failed_shards)}"
+        )
+
+
+def show_workers(console: Console, err_console: Console, summary: RunSummary) -> None:
+    """Workers lost during the run and what that cost; workers that could not start a browser."""
+    report = summary.workers
+    if report.lost:
+        console.print(f"workers lost while the run ran: {', '.join(report.lost)}", highlight=False)
+    if report.rerun or report.reused:
+        again = ", ".join(f"{s} ({n} attempts)" for s, n in sorted(report.rerun.items()))
+        console.print(
+            f"shards run again: {again or 'none'}; found committed when their task ran again "
+            f"(not rerun): {', '.join(map(str, sorted(report.reused))) or 'none'}",
+            highlight=False,
+        )
+    for worker, why in report.failed.items():
+        err_console.print(
+            f"worker {worker} took no shard: {why}", markup=False, highlight=False, soft_wrap=True
+        )
+
+
+def show_top_rejects(err_console: Console, manifest: Manifest) -> None:
+    """For a run that produced nothing: its top reject reasons, each with one example."""
+    examples: dict[str, str] = {}
+    try:
+        from datagen.sink.read import read_committed
+
+        uri, endpoint_url = manifest.output
+        dataset = read_committed(uri, "rejects", endpoint_url)
+        for row in dataset.head(10_000, columns=["reason", "detail"]).to_pylist():
+            examples.setdefault(row["reason"], row["detail"])
+    except Exception:  # the examples are a courtesy: the counts below still say it
+        examples = {}
+    err_console.print("[red]no episodes:[/] every task ended as a reject. top reasons:")
+    for reason, count in list(manifest.reject_reasons.items())[:3]:
+        example = examples.get(reason, "")
+        shown = f" (e.g. {example[:200]})" if example else ""
+        err_console.print(f"  {reason}: {count}{shown}", highlight=False, markup=False)

@@ -1,0 +1,286 @@
+"""One episode, start to end: open a session, load the start URL, step until done, and leave
+its rows in an `EpisodeOutcome`.
+
+    TaskSpec ─► session.goto ─► [observe ─► check ─► policy ─► validate ─► act ─► annotate] × steps
+             ─► StepRow, GroundingRow, EpisodeRow | RejectRow
+
+Every failure inside a task becomes a RejectRow with a reason code (failures.py). Only pages
+inside the episode's scope (`run.scope`) become data: after an action that led off it, or to
+an error or a blank page, that page is a reject and the session goes back (course.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Awaitable
+from typing import TypeVar
+
+from playwright.async_api import Error as PlaywrightError
+
+from datagen import SCHEMA_VERSION, __version__
+from datagen.browser.failures import StepTimedOut, as_hang, run_check, watchdog
+from datagen.browser.navigation import NavigationFailed
+from datagen.browser.session import Session
+from datagen.pipeline.context import ShardContext
+from datagen.pipeline.course import MAX_RETURNS, Course, led_to
+from datagen.pipeline.failures import EPISODE_FAILURES, WATCHED, failure
+from datagen.pipeline.rows import EpisodeOutcome, annotate, step_row
+from datagen.policy import Policy, Recovering, make_policy
+from datagen.records import (
+    Back,
+    Decision,
+    Done,
+    EpisodeRow,
+    Goto,
+    ImageData,
+    Observation,
+    RejectReason,
+    TaskSpec,
+)
+from datagen.validate import check_step
+
+T = TypeVar("T")
+
+
+def digest(*parts: object) -> str:
+    """A stable hex id of `parts` (episode ids and seeds)."""
+    return hashlib.sha256(":".join(map(str, parts)).encode()).hexdigest()
+
+
+async def run_episode(task: TaskSpec, repeat: int, ctx: ShardContext) -> EpisodeOutcome:
+    """One episode; never raises for a task's own failures."""
+    return await Episode(task, repeat, ctx).run()
+
+
+class Episode:
+    """One episode's state: its task, context, seed, session, policy, course and rows, and
+    how it ended (`status`, `answer`, `success`)."""
+
+    course: Course  # set once the start URL has loaded
+    policy: Policy
+    provenance: dict[str, str]
+
+    def __init__(self, task: TaskSpec, repeat: int, ctx: ShardContext) -> None:
+        self.task, self.ctx = task, ctx
+        ids = {
+            "run_id": ctx.run_id,
+            "schema_version": SCHEMA_VERSION,
+            "task_id": task.id,
+            "episode_id": digest(ctx.run_id, task.id, repeat)[:16],
+            "browser_version": ctx.host.version,
+        }
+        self.out = EpisodeOutcome(ids=ids)
+        self.seed = int(digest(ctx.config.run.seed, task.id, repeat)[:8], 16)
+        self.started = time.perf_counter()
+        self.session: Session | None = None
+        self.status, self.answer = "max_steps", ""
+        self.success: bool | None = None
+
+    async def run(self) -> EpisodeOutcome:
+        """Play the episode within `run.episode_timeout_s`; a failure becomes its one reject."""
+        ctx, task, out = self.ctx, self.task, self.out
+        limit = asyncio.timeout(ctx.config.run.episode_timeout_s)
+        try:
+            async with limit, ctx.host.session() as session:
+                self.session = session
+                try:
+                    await self._play(session)
+                except PlaywrightError as exc:  # asked while the page is still open: hung?
+                    hang = await as_hang(exc, ctx.host, session)
+                    if hang is None:
+                        raise
+                    raise hang from exc
+        except EPISODE_FAILURES as exc:
+            stage, reason, detail = await failure(
+                exc, self.session, ctx, task, expired=limit.expired()
+            )
+            out.reject(stage, reason, detail)
+            if reason in WATCHED:
+                await watchdog(ctx.host, task.id)
+        if out.rejects and out.rejects[-1].stage in ("task", "episode"):
+            # A failed episode leaves one row: the reason. Its steps and annotations are dropped.
+            out.steps, out.grounding, out.episode, out.rejects = [], [], None, out.rejects[-1:]
+        return out
+
+    async def _play(self, session: Session) -> None:
+        ctx, task = self.ctx, self.task
+        start_url = ctx.resolve_url(task.start_url)
+        session.watch_documents()
+        await session.goto(start_url)
+        self.course = Course.for_episode(
+            ctx.config.run.scope, start_url, session.page.url, ctx.host.guard
+        )
+        self.policy = make_policy(
+            ctx.config.policy, task, self.seed, ctx.engines, self.course.scope
+        )
+        self.provenance = {
+            "playwright_version": ctx.host.playwright_version,
+            "datagen_version": __version__,
+            "policy": self.policy.name,
+        }
+        if await self._steps(session):
+            await self._end(session)
+
+    async def _end(self, session: Session) -> None:
+        """The final observation and success check, then the episode row (or its reject)."""
+        course, out = self.course, self.out
+        after = f"after step {len(out.steps) - 1}"  # a page can hang after its last step too
+        final = None
+        if self.status != "left_scope":
+            final = await self._observed(session, f"the final observation ({after})")
+        if final is None:  # it left its scope for good: the last page in scope ends the episode
+            self.status, final, self.success = "left_scope", course.last, course.success
+        elif self.status != "solved":
+            check = run_check(session, self.task.check, self.task.id)
+            self.success = await self._bounded(check, f"the final success check ({after})")
+            self.status = "solved" if self.success else self.status
+        if not out.steps or final is None:
+            if course.stray is not None:
+                reason, detail = course.stray.reason, "no page in scope to start from: "
+                out.reject("episode", reason, detail + course.stray.detail)
+                return
+            out.reject("episode", RejectReason.NO_STEPS, "the episode ended before its first step")
+            return
+        out.episode = self._row(session, final)
+
+    def _row(self, session: Session, final: Observation) -> EpisodeRow:
+        task, out = self.task, self.out
+        return EpisodeRow(
+            **out.ids,
+            **self.provenance,
+            source=task.source,
+            site=task.site,
+            instruction=task.instruction,
+            start_url=task.start_url,
+            final_url=final.url,
+            n_steps=len(out.steps),
+            success=self.success,
+            status=self.status,
+            answer=self.answer,
+            seed=self.seed,
+            duration_s=round(time.perf_counter() - self.started, 3),
+            final_screenshot=ImageData(
+                bytes=final.screenshot, path=f"{out.ids['episode_id']}-final.{final.image_format}"
+            ),
+            viewport_width=final.viewport_width,
+            viewport_height=final.viewport_height,
+            device_scale_factor=final.device_scale_factor,
+            blocked_requests=session.events.blocked,
+            dialogs=session.events.dialogs,
+            popups=session.events.popups,
+        )
+
+    async def _steps(self, session: Session) -> bool:
+        """Steps until done, the budget or leaving the scope for good; False if rejected."""
+        budget = self.ctx.config.run.max_steps  # the run caps every episode; a task may ask less
+        for index in range(min(self.task.max_steps or budget, budget)):
+            ended = await self._step(session, index)
+            if ended is None:
+                return False
+            if ended:
+                self.status = ended
+                return True
+        self.status = "max_steps"
+        return True
+
+    async def _bounded(self, awaitable: Awaitable[T], what: str) -> T:
+        """The browser's part of a step, within `run.step_timeout_s`. The model's part is
+        bounded by the engine client's own timeouts instead: queueing at a busy engine is not a
+        hung page."""
+        limit = self.ctx.config.run.step_timeout_s
+        try:
+            async with asyncio.timeout(limit):
+                return await awaitable
+        except TimeoutError:
+            raise StepTimedOut(f"{what} took over {limit:g}s") from None
+
+    async def _step(self, session: Session, index: int) -> str | None:
+        """observe → check → decide → validate → act → annotate. Returns "" (go on), "solved",
+        "done" or "left_scope" (setting `success` and `answer`), or None when rejected."""
+        ctx, course, out = self.ctx, self.course, self.out
+        obs = await self._observed(session, f"observing (step {index})")
+        if obs is None:
+            self.success = course.success
+            return "left_scope"
+        ctx.meter.add("screenshots")
+        check = run_check(session, self.task.check, self.task.id, first=index == 0)
+        success = await self._bounded(check, f"the success check (step {index})")
+        self.success = success
+        if success:
+            decision = Decision(action=Done(), note="check passed")
+        else:
+            decision = await self.policy.decide(obs, self.task)
+        problem = check_step(obs, decision.action)
+        if problem:
+            out.reject("episode", problem[0], problem[1], step_index=index)
+            return None
+        began = time.perf_counter()
+        error = await self._act(session, decision, index)
+        act_ms = (time.perf_counter() - began) * 1000
+        out.steps.append(step_row(out.ids, self.provenance, index, obs, decision, error, act_ms))
+        course.last, course.success = obs, success
+        ctx.meter.add("steps")
+        if ctx.config.annotation.grounding:
+            await annotate(obs, index, out, ctx.config, ctx.engines)
+        if isinstance(decision.action, Done):
+            self.answer = decision.action.answer
+            return "solved" if success else "done"
+        return ""
+
+    async def _act(self, session: Session, decision: Decision, index: int) -> str | None:
+        """Take the decided action; its error (None: it went through)."""
+        action = decision.action
+        if isinstance(action, Goto) and self.course.elsewhere(action.url):
+            # a model asking for another site: not loaded at all (off task, though allowed)
+            error = f"not taken: {action.url[:300]} is outside the episode's scope (run.scope: "
+            return error + f"{self.course.scope.describe()})"
+        if isinstance(action, Done):
+            return None
+        return await self._bounded(session.act(action), f"acting (step {index})")
+
+    async def _observed(self, session: Session, what: str) -> Observation | None:
+        """An observation that may become data. Out of scope, on an error or a blank page there
+        is none: a `step` reject (step_index: the step it would have been), the last step's
+        action_error says where it led, the session goes back, and looks again; None when it
+        cannot get back or has gone back MAX_RETURNS times in a row."""
+        course, out = self.course, self.out
+        index = len(out.steps)
+        first = True
+        while True:
+            stray = course.stray_of(session)
+            if stray is None:
+                obs = await self._bounded(session.observe(), what)
+                stray = course.stray_of(session, obs.url)  # it may have moved on while observed
+                if stray is None:
+                    course.returns = 0 if first else course.returns
+                    return obs
+            course.stray = stray
+            if first and out.steps:
+                led_to(out.steps, stray)
+                if isinstance(self.policy, Recovering):
+                    self.policy.strayed(stray.reason.value, stray.url)
+            first = False
+            course.returns += 1
+            way = await self._return(session) if course.returns <= MAX_RETURNS else ""
+            after = f"after step {index - 1}: " if index else "before the first step: "
+            then = f"; {way}" if way else "; no way back: the episode ends here"
+            if course.returns > MAX_RETURNS:
+                then = f"; gone back {MAX_RETURNS} times in a row already: the episode ends here"
+            out.reject("step", stray.reason, after + stray.detail + then, step_index=index)
+            if not way:
+                return None
+
+    async def _return(self, session: Session) -> str:
+        """Back to a page in scope: history back if that lands there, else the start URL again
+        (vetted like the first load). Says which, or "" when neither worked."""
+        course = self.course
+        await self._bounded(session.act(Back()), "going back from a page out of scope")
+        if course.stray_of(session) is None:
+            return "went back"
+        try:
+            await self._bounded(session.goto(course.start_url), "reopening the start URL")
+        except NavigationFailed:
+            return ""
+        return "reopened the start URL" if course.stray_of(session) is None else ""

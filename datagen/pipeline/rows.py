@@ -1,0 +1,171 @@
+"""An episode's rows: steps, grounding, rejects and the episode itself, built from what the
+episode saw and did.
+
+    Observation + Decision ─► StepRow          Observation ─► GroundingRow | RejectRow
+    the final Observation + the episode's end ─► EpisodeRow
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from datagen.annotate import grounding_rows
+from datagen.annotate.model import model_expressions
+from datagen.config import PipelineConfig
+from datagen.engine.roles import Engines
+from datagen.policy.roles import profile_for
+from datagen.records import (
+    Click,
+    Decision,
+    EpisodeRow,
+    GroundingRow,
+    ImageData,
+    ModelTrace,
+    Observation,
+    RejectReason,
+    RejectRow,
+    StepRow,
+    TypeText,
+)
+from datagen.records.actions import action_json, action_repr
+from datagen.validate import check_grounding
+
+
+@dataclass
+class EpisodeOutcome:
+    """Rows produced by one episode."""
+
+    ids: dict[str, str]
+    steps: list[StepRow] = field(default_factory=list)
+    grounding: list[GroundingRow] = field(default_factory=list)
+    rejects: list[RejectRow] = field(default_factory=list)
+    episode: EpisodeRow | None = None
+
+    def reject(self, stage: str, reason: RejectReason, detail: str, **where: int) -> None:
+        self.rejects.append(
+            RejectRow(**self.ids, stage=stage, reason=reason.value, detail=detail[:2000], **where)
+        )
+
+
+def image_width_limit(config: PipelineConfig) -> int:
+    """Widest screenshot sent to a model (the vlm policy's setting, else 1280)."""
+    return getattr(config.policy, "image_max_width", 1280)
+
+
+async def annotate(
+    obs: Observation,
+    index: int,
+    out: EpisodeOutcome,
+    config: PipelineConfig,
+    engines: Engines | None,
+) -> None:
+    """DOM grounding rows, validated; optionally model-written expressions checked by round trip."""
+    rows = grounding_rows(
+        obs, **out.ids, step_index=index, limit=config.annotation.max_elements_per_step
+    )
+    stable = {e.index: e.stable for e in obs.elements}
+    accepted = []
+    for row in rows:
+        problem = check_grounding(row, config.validation, stable[row.element_index])
+        if problem:
+            out.reject(
+                "grounding",
+                problem[0],
+                problem[1],
+                step_index=index,
+                element_index=row.element_index,
+            )
+        else:
+            accepted.append(row)
+    expressions = config.annotation.model_expressions
+    if expressions is not None and engines is not None and accepted:
+        trips = await model_expressions(
+            accepted,
+            obs,
+            engines,
+            expressions,
+            profile_for(config),
+            image_width_limit(config),
+        )
+        accepted = trips.rows
+        for row, reason, detail in trips.problems:
+            out.reject(
+                "grounding", reason, detail, step_index=index, element_index=row.element_index
+            )
+    out.grounding += accepted
+
+
+def step_row(
+    ids: dict[str, str],
+    provenance: dict[str, str],
+    index: int,
+    obs: Observation,
+    decision: Decision,
+    error: str | None,
+    act_ms: float,
+) -> StepRow:
+    """The step row of one observe → decide → act."""
+    action, target = decision.action, decision.target
+    point = (action.x, action.y) if isinstance(action, Click) else None
+    box = None
+    if target is not None:
+        s, b = obs.device_scale_factor, target.box
+        box = (b.x * s, b.y * s, (b.x + b.width) * s, (b.y + b.height) * s)
+    return StepRow(
+        **ids,
+        **provenance,
+        step_index=index,
+        url=obs.url,
+        title=obs.title,
+        screenshot=ImageData(
+            bytes=obs.screenshot, path=f"{ids['episode_id']}-{index:03d}.{obs.image_format}"
+        ),
+        image_width=obs.image_width,
+        image_height=obs.image_height,
+        viewport_width=obs.viewport_width,
+        viewport_height=obs.viewport_height,
+        device_scale_factor=obs.device_scale_factor,
+        action_type=action.type,
+        action_repr=action_repr(action),
+        action_json=action_json(action),
+        x_px=point[0] if point else None,
+        y_px=point[1] if point else None,
+        x_norm=point[0] / obs.image_width if point else None,
+        y_norm=point[1] / obs.image_height if point else None,
+        text=action.text if isinstance(action, TypeText) else None,
+        target_selector=target.selector if target else None,
+        target_role=target.role if target else None,
+        target_name=target.name if target else None,
+        target_bbox_px=box,
+        target_hit=target.hit if target else None,
+        action_error=error,
+        n_elements=len(obs.elements),
+        observe_ms=round(obs.observe_ms, 2),
+        act_ms=round(act_ms, 2),
+        settle_ms=obs.settle_ms,
+        observation_stable=obs.stable,
+        **_trace_columns(decision.trace),
+    )
+
+
+def _trace_columns(trace: ModelTrace | None) -> dict[str, Any]:
+    """The model columns of a step row (all null for policies without a model)."""
+    if trace is None:
+        return {}
+    return {
+        "model": trace.model,
+        "model_standin": trace.standin,
+        "prompt_profile": trace.prompt_profile,
+        "prompt_version": trace.prompt_version,
+        "engine_roles": trace.roles,
+        "raw_output": trace.raw_output,
+        "localizer_output": trace.localizer_output,
+        "judge_output": trace.judge_output,
+        "thought": trace.thought,
+        "note": trace.note,
+        "prompt_tokens": trace.prompt_tokens,
+        "completion_tokens": trace.completion_tokens,
+        "engine_latency_ms": trace.latency_ms,
+        "engine_attempts": trace.attempts,
+    }

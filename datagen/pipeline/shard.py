@@ -1,0 +1,96 @@
+"""One shard: its episodes (`sessions_per_worker` at once), then its parts written once.
+
+list[TaskSpec] × run.repeats ─► run_episode (episode.py) ─► tables ─► sink.write_shard
+                                                         ─► ShardResult (the shard's stats)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from typing import Any
+
+from datagen.browser.failures import BrowserDied
+from datagen.pipeline.context import ShardContext
+from datagen.pipeline.episode import run_episode
+from datagen.pipeline.rows import EpisodeOutcome
+from datagen.records import ShardResult, TaskSpec
+from datagen.sink.writer import write_shard
+
+
+async def run_shard(shard: int, tasks: list[TaskSpec], ctx: ShardContext) -> ShardResult:
+    """Run every episode of a shard (`sessions_per_worker` at once), then write its parts.
+
+    Only on a browser that lasted: if it was closed, restarted or stopped answering before
+    the shard ends (a shutdown, an interrupt, a crash), the shard raises BrowserDied and is
+    not committed, since its episodes may have failed for that and not for their tasks."""
+    started = time.perf_counter()
+    launch = ctx.host.launches
+    gate = asyncio.Semaphore(ctx.config.cluster.sessions_per_worker)
+    active = [0, 0]  # in flight now, most at once
+
+    async def one(task: TaskSpec, repeat: int) -> EpisodeOutcome:
+        async with gate:
+            await ctx.host.admit(active[0])
+            active[0] += 1
+            active[1] = max(active)
+            try:
+                outcome = await run_episode(task, repeat, ctx)
+            finally:
+                active[0] -= 1
+        _report(shard, outcome, ctx)
+        return outcome
+
+    # A TaskGroup, not gather: when one episode fails the shard (its browser died), the others
+    # are cancelled and their contexts closed, instead of running on beside the shard's retry.
+    try:
+        async with asyncio.TaskGroup() as group:
+            jobs = [
+                group.create_task(one(t, r)) for t in tasks for r in range(ctx.config.run.repeats)
+            ]
+    except BaseExceptionGroup as failed:
+        raise failed.exceptions[0] from None
+    outcomes = [job.result() for job in jobs]
+    if ctx.host.launches != launch or not await ctx.host.responsive():
+        raise BrowserDied(f"the browser closed or stopped answering under shard {shard}")
+    tables: dict[str, list[Any]] = {"episodes": [], "steps": [], "grounding": [], "rejects": []}
+    for o in outcomes:
+        tables["episodes"] += [o.episode] if o.episode else []
+        tables["steps"] += o.steps
+        tables["grounding"] += o.grounding
+        tables["rejects"] += o.rejects
+    result = ShardResult(
+        shard=shard,
+        tasks=len(tasks),
+        episodes=len(tables["episodes"]),
+        steps=len(tables["steps"]),
+        grounding=len(tables["grounding"]),
+        rejects=len(tables["rejects"]),
+        solved=sum(1 for e in tables["episodes"] if e.success),
+        reject_reasons=dict(Counter(r.reason for r in tables["rejects"])),
+        seconds=round(time.perf_counter() - started, 3),
+        peak_sessions=active[1],
+        browser_memory_mb=round(ctx.host.memory_mb(max_age_s=0), 1),
+        browser_episodes=ctx.host.episodes,
+        tasks_with_episodes=len({e.task_id for e in tables["episodes"]}),
+    )
+    await asyncio.to_thread(write_shard, ctx.storage, shard, tables, result)
+    return result
+
+
+def _report(shard: int, outcome: EpisodeOutcome, ctx: ShardContext) -> None:
+    """Count an ended episode in the meter and tell the run's progress about it."""
+    ctx.meter.add("episodes")
+    for reject in outcome.rejects:
+        ctx.meter.add("reject:" + reject.reason)
+    ctx.on_episode(
+        {
+            "shard": shard,
+            "episode_id": outcome.ids["episode_id"],  # a rerun's episode counts once
+            "episode": outcome.episode is not None,
+            "steps": len(outcome.steps),
+            "solved": bool(outcome.episode and outcome.episode.success),
+            "rejects": dict(Counter(r.reason for r in outcome.rejects)),
+        }
+    )

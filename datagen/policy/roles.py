@@ -1,0 +1,34 @@
+"""Which model roles a run calls, and with which prompt profile: read from the config's policy
+and annotation sections here, so that `engine/` only serves the roles it is handed.
+
+    PipelineConfig ─► roles_for() ─► {role: RoleConfig} ─► engine.roles.Engines
+                   ─► profile_for() ─► PromptProfile (the vlm policy's; annotation's prompts)
+"""
+
+from __future__ import annotations
+
+from datagen.config import PipelineConfig, RoleConfig, VlmPolicyConfig
+from datagen.engine.profiles import PROFILES, PromptProfile
+
+DEFAULT_PROFILE = "holo2_norm1000"
+
+
+def roles_for(config: PipelineConfig) -> dict[str, RoleConfig]:
+    """The roles a pipeline calls: the vlm policy's, and the expression writer's."""
+    roles: dict[str, RoleConfig] = {}
+    if isinstance(config.policy, VlmPolicyConfig):
+        roles["policy"] = config.policy.policy
+        if config.policy.localizer is not None:
+            roles["localizer"] = config.policy.localizer
+        if config.policy.judge is not None:
+            roles["judge"] = config.policy.judge
+    expressions = config.annotation.model_expressions
+    if expressions is not None:
+        roles["writer"] = expressions.writer
+    return roles
+
+
+def profile_for(config: PipelineConfig) -> PromptProfile:
+    """The prompt profile of the run (the vlm policy's, else the default)."""
+    name = config.policy.profile if isinstance(config.policy, VlmPolicyConfig) else DEFAULT_PROFILE
+    return PROFILES[name]

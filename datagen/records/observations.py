@@ -1,0 +1,105 @@
+"""What the browser saw before a step, and what a policy decided from it.
+
+browser ─► Observation(Element boxes in CSS px) ─► policy ─► Decision(Action, ModelTrace)
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from datagen.records.actions import Action
+from datagen.records.base import Frozen
+
+
+class Box(Frozen):
+    """Axis-aligned box in CSS px, viewport space."""
+
+    x: float
+    y: float
+    width: float
+    height: float
+
+    @property
+    def centre(self) -> tuple[float, float]:
+        return (self.x + self.width / 2, self.y + self.height / 2)
+
+
+class Element(Frozen):
+    """A visible interactive node of the live DOM at the moment of a screenshot."""
+
+    index: int
+    tag: str
+    role: str
+    name: str = Field(description="accessible name")
+    text: str = ""
+    placeholder: str = ""
+    input_type: str = ""
+    selector: str
+    box: Box
+    hit: bool = Field(description="the box centre hit-tests to this element (not occluded)")
+    editable: bool = False
+    checked: bool | None = None
+    name_source: str = Field(
+        "",
+        description="where `name` came from: aria-label, labelledby, label, content, alt, "
+        "title, placeholder, nearby (visible text beside an unlabeled field), field-name, "
+        "appearance (an unnamed SVG shape: its colour)",
+    )
+    context: str = Field(
+        "", description="nearest visible heading, legend or labelled region around the element"
+    )
+    href: str = Field("", description="absolute URL a link leads to; empty for other elements")
+    stable: bool = Field(
+        True, description="the box was the same before and after the screenshot was taken"
+    )
+
+
+class Observation(Frozen):
+    """What the browser showed before a step: the screenshot and the DOM elements on it."""
+
+    url: str
+    title: str
+    screenshot: bytes
+    image_format: str
+    image_width: int
+    image_height: int
+    viewport_width: int
+    viewport_height: int
+    device_scale_factor: float
+    elements: tuple[Element, ...]
+    observe_ms: float = 0.0
+    settle_ms: float = Field(0.0, description="time waited for the page to hold still first")
+    stable: bool = Field(
+        True, description="every element's box was the same before and after the screenshot"
+    )
+    retakes: int = Field(0, description="observations retaken because the page moved")
+
+
+class ModelTrace(Frozen):
+    """What the model side did for one step: every role's raw output, usage and latency."""
+
+    model: str
+    standin: bool = Field(description="answered by datagen's stand-in, not a model")
+    prompt_profile: str
+    prompt_version: str
+    roles: str = Field(description="roles called, in order, e.g. policy+localizer")
+    raw_output: str = Field(description="the policy role's raw text")
+    localizer_output: str | None = None
+    judge_output: str | None = None
+    thought: str = ""
+    note: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    attempts: int = 1
+    sent_width: int = Field(0, description="size of the image the model saw")
+    sent_height: int = 0
+
+
+class Decision(Frozen):
+    """A policy's choice for one step."""
+
+    action: Action
+    target: Element | None = None
+    note: str = ""
+    trace: ModelTrace | None = None

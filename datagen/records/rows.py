@@ -1,0 +1,208 @@
+"""The output tables' rows and the reject reason codes; the one definition of the output schema.
+
+    pipeline ─► StepRow / EpisodeRow / GroundingRow / RejectRow ─► sink (Parquet)
+
+`sink/schema.py` derives the Arrow schemas and `schemas/*.schema.json` from these models.
+Boxes in rows are `[x1, y1, x2, y2]`; every `*_px` column is screenshot pixels and every
+`*_norm` column the same divided by the image size, in [0, 1].
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import Field
+
+from datagen.records.base import Frozen
+
+
+class RejectReason(StrEnum):
+    """Reason codes of the `rejects` table: one column, first-class failure categories."""
+
+    NAVIGATION_FAILED = "navigation_failed"
+    BROWSER_ERROR = "browser_error"
+    ENGINE_UNAVAILABLE = "engine_unavailable"
+    ENGINE_REJECTED = "engine_rejected"
+    MODEL_PARSE_ERROR = "model_parse_error"
+    MODEL_OFF_SCREEN = "model_off_screen"
+    ROUND_TRIP_MISS = "round_trip_miss"
+    TIMEOUT_EPISODE = "timeout_episode"
+    TIMEOUT_STEP = "timeout_step"
+    BLOCKED_URL = "blocked_url"
+    DNS_FAILED = "dns_failed"  # the start URL's host name has no address (not a block)
+    UNREACHABLE = "unreachable"  # its host does not take connections (refused, unreachable)
+    BAD_URL = "bad_url"  # the start URL does not parse (a port out of range, an unclosed `[`)
+    RENDERER_CRASH = "renderer_crash"
+    PAGE_MEMORY = "page_memory"  # the page held more than browser.page_memory_mb
+    TASK_ERROR = "task_error"
+    CHECK_ERROR = "check_error"
+    NO_STEPS = "no_steps"
+    SCREENSHOT_SIZE_MISMATCH = "screenshot_size_mismatch"
+    ACTION_OFF_SCREEN = "action_off_screen"
+    OCCLUDED = "occluded"
+    BOX_OUTSIDE_IMAGE = "box_outside_image"
+    BOX_TOO_SMALL = "box_too_small"
+    NO_REFERRING_EXPRESSION = "no_referring_expression"
+    AMBIGUOUS_EXPRESSION = "ambiguous_expression"
+    UNSTABLE_BOX = "unstable_box"
+    OFF_SCOPE = "off_scope"
+    ERROR_PAGE = "error_page"
+    BLANK_PAGE = "blank_page"
+
+
+class ImageData(Frozen):
+    """An image as Hugging Face `datasets` stores it: `struct<bytes, path>`."""
+
+    bytes: bytes
+    path: str | None = None
+
+
+BoxPx = tuple[float, float, float, float]
+
+
+class RowBase(Frozen):
+    """Columns on every row of every table."""
+
+    run_id: str
+    schema_version: str
+    task_id: str
+    episode_id: str
+    browser_version: str
+
+
+class Provenance(Frozen):
+    """Environment versions, repeated on rows so that any row can be replayed on its own."""
+
+    playwright_version: str
+    datagen_version: str
+    policy: str
+
+
+class StepRow(Provenance, RowBase):
+    """One step of an episode: the observation before the action, and the action."""
+
+    step_index: int
+    url: str
+    title: str
+    screenshot: ImageData
+    image_width: int
+    image_height: int
+    viewport_width: int
+    viewport_height: int
+    device_scale_factor: float
+    action_type: str
+    action_repr: str = Field(description="the action in the vocabulary's call syntax")
+    action_json: str
+    x_px: float | None = None
+    y_px: float | None = None
+    x_norm: float | None = None
+    y_norm: float | None = None
+    text: str | None = None
+    target_selector: str | None = None
+    target_role: str | None = None
+    target_name: str | None = None
+    target_bbox_px: BoxPx | None = None
+    target_hit: bool | None = Field(None, description="target's centre hit-tested to it")
+    action_error: str | None = None
+    n_elements: int
+    observe_ms: float
+    act_ms: float
+    settle_ms: float | None = Field(None, description="time waited for the page to hold still")
+    observation_stable: bool | None = Field(
+        None,
+        description="screenshot and element boxes agree (false: some boxes moved while it was "
+        "taken; their grounding rows were rejected as unstable_box)",
+    )
+    model: str | None = Field(None, description="served model name (vlm policy)")
+    model_standin: bool | None = Field(
+        None, description="true: the engine was datagen's stand-in, not a model"
+    )
+    prompt_profile: str | None = None
+    prompt_version: str | None = None
+    engine_roles: str | None = None
+    raw_output: str | None = Field(None, description="the policy role's raw answer")
+    localizer_output: str | None = None
+    judge_output: str | None = None
+    thought: str | None = None
+    note: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    engine_latency_ms: float | None = None
+    engine_attempts: int | None = None
+
+
+class EpisodeRow(Provenance, RowBase):
+    """One episode: the task, how it ended, and the final screen."""
+
+    source: str
+    site: str
+    instruction: str
+    start_url: str
+    final_url: str
+    n_steps: int
+    success: bool | None = Field(description="the task's check on the final page; null: no check")
+    status: str = Field(
+        description="solved | done | max_steps | left_scope (its actions kept leaving the "
+        "episode's scope: it ends on its last page in scope)"
+    )
+    answer: str
+    seed: int
+    duration_s: float
+    final_screenshot: ImageData
+    blocked_requests: list[str] = Field(
+        default_factory=list, description="what the URL guard stopped, with why"
+    )
+    dialogs: int = Field(0, description="alert/confirm/prompt/beforeunload dialogs dismissed")
+    popups: int = Field(0, description="pop-up windows and new tabs closed")
+    viewport_width: int
+    viewport_height: int
+    device_scale_factor: float
+
+
+class GroundingRow(RowBase):
+    """A UI-grounding annotation: an element of a step's screenshot and a referring expression.
+
+    The screenshot is the `steps` row with the same (episode_id, step_index).
+    """
+
+    step_index: int
+    element_index: int
+    referring_expression: str
+    expression_kind: str = Field(
+        "",
+        description="what singles the element out: name | label | placeholder | nearby | "
+        "field-name | appearance (an unnamed shape by its colour) | context (nearest heading) | "
+        "position (ordinal among same-named ones)",
+    )
+    role: str
+    tag: str
+    name: str
+    text: str
+    selector: str
+    bbox_px: BoxPx
+    bbox_norm: BoxPx
+    bbox_css: BoxPx = Field(description="the box in CSS px (bbox_px / device_scale_factor)")
+    point_px: tuple[float, float]
+    image_width: int
+    image_height: int
+    hit_test: bool
+    url: str
+    model_expression: str | None = Field(
+        None, description="model-written expression, kept only if it round-trips"
+    )
+    round_trip_point_px: tuple[float, float] | None = Field(
+        None, description="where the localizer put the model's expression"
+    )
+    round_trip_ok: bool | None = Field(
+        None, description="that point is inside bbox_px; null: not asked"
+    )
+
+
+class RejectRow(RowBase):
+    """Something that did not become data, and why."""
+
+    stage: str = Field(description="task | step | grounding | episode")
+    reason: str
+    detail: str
+    step_index: int | None = None
+    element_index: int | None = None

@@ -1,0 +1,45 @@
+"""What a worker reports for a finished shard, and what a resumed run takes from earlier ones.
+
+pipeline (one shard) ─► ShardResult ─► runtime driver (progress, summary)
+markers of the shards a run skips ─► Resumed ─► runtime driver (run summary)
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from datagen.records.base import Frozen
+
+
+class ShardResult(Frozen):
+    """What a worker reports for a finished shard (the rows themselves went to the sink)."""
+
+    shard: int
+    tasks: int
+    episodes: int
+    steps: int
+    grounding: int
+    rejects: int
+    solved: int
+    reject_reasons: dict[str, int]
+    seconds: float
+    peak_sessions: int = Field(0, description="most episodes this shard had in flight at once")
+    browser_memory_mb: float = Field(
+        0.0, description="the worker's browser memory (USS) when the shard ended"
+    )
+    browser_episodes: int = Field(0, description="episodes this browser has run since it started")
+    tasks_with_episodes: int = Field(0, description="tasks of the shard with at least one episode")
+
+
+class Resumed(Frozen):
+    """What earlier runs into an output committed, from the markers of the shards a run skips.
+    Each task × repeat ends once: as an episode row or as a reject."""
+
+    shards: int = 0
+    ended: int = Field(0, description="tasks × repeats of those shards: all of them ended")
+    episodes: int = Field(0, description="of them, those that became episode rows")
+
+    @property
+    def rejected(self) -> int:
+        """Those that ended as a reject."""
+        return self.ended - self.episodes

@@ -1,0 +1,288 @@
+"""Plain helpers shared by more than one test module (fixtures live in conftest.py; the moto S3
+server and the process cluster in their own modules, s3server.py and daskcluster.py). No test
+module imports from another test module: what two of them share lives here.
+
+- paths and ports: `REPO`, `FIXTURES`, `PAGES`, `closed_port`;
+- configs and a worker's plugin without Dask: `make_config`, `ReadyPlugin`, `set_up`,
+  `run_shard_with_engines`;
+- the CLI as a subprocess and what a run leaves: `datagen`, `rows`, `read`, `check_dataset`,
+  `sites_pipeline`, `each_task_once`;
+- a few pieces of test data and their readers: `shard_stats` (a marker's stats),
+  `race` (simultaneous output claims),
+  `EMBEDDED` (IPv6 forms carrying a non-public IPv4), `dockerfile` (the worker image's steps).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import yaml
+from PIL import Image
+
+from datagen.config import PipelineConfig, parse_pipeline
+
+if TYPE_CHECKING:
+    from datagen.browser.host import BrowserHost
+    from datagen.records import ShardResult, TaskSpec
+    from datagen.runtime.plugin import BrowserPlugin
+    from datagen.sink.storage import Storage
+    from datagen.source.serve import SiteServer
+
+T = TypeVar("T")
+Row = dict[str, Any]
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parent / "fixtures"
+PAGES = FIXTURES / "pages"
+DOCKERFILE = REPO / "deploy" / "Dockerfile"
+TABLES = ("episodes", "steps", "grounding", "rejects")
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def make_config(tmp_path: Path, **overrides: object) -> PipelineConfig:
+    """A valid pipeline config with small defaults; sections given as dicts replace defaults."""
+    data: dict[str, object] = {
+        "name": "test",
+        "sources": [{"type": "sites"}],
+        "output": {"uri": str(tmp_path / "out")},
+        "cluster": {"workers": 1, "sessions_per_worker": 2, "dashboard": "127.0.0.1:0"},
+        "run": {"max_steps": 4},
+        "base_dir": str(tmp_path),
+    }
+    data.update(overrides)
+    return parse_pipeline(data)
+
+
+class ReadyPlugin(Protocol):
+    """A `BrowserPlugin` set up outside Dask: its browser and site server are started, so
+    `host` and `sites` are never None (the plugin's own attributes are optional until setup)."""
+
+    config: PipelineConfig
+
+    @property
+    def host(self) -> BrowserHost: ...
+
+    @property
+    def sites(self) -> SiteServer: ...
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T: ...
+
+    def where(self) -> str: ...
+
+
+@contextlib.contextmanager
+def set_up(plugin: BrowserPlugin) -> Iterator[ReadyPlugin]:
+    """A BrowserPlugin set up outside Dask (its browser, loop and site server), torn down after."""
+    plugin.setup(worker=None)
+    try:
+        assert plugin.host is not None and plugin.sites is not None  # setup raised otherwise
+        yield cast(ReadyPlugin, plugin)
+    finally:
+        plugin.teardown(worker=None)
+
+
+async def run_shard_with_engines(
+    plugin: ReadyPlugin, config: PipelineConfig, out: Path, shard: int, tasks: list[TaskSpec]
+) -> Any:
+    """run_shard on a set-up plugin's browser with the config's engine roles started (and
+    closed after), writing to `out`: a shard as a worker runs it, without Dask."""
+    from datagen.engine.roles import Engines
+    from datagen.pipeline import ShardContext, run_shard
+    from datagen.policy import roles_for
+    from datagen.sink.storage import LocalStorage
+
+    engines = Engines(config.engine, roles_for(config))
+    await engines.start()
+    try:
+        ctx = ShardContext(
+            config=config,
+            run_id="r",
+            host=plugin.host,
+            storage=LocalStorage(out),
+            engines=engines,
+        )
+        return await run_shard(shard, tasks, ctx)
+    finally:
+        await engines.close()
+
+
+def datagen(
+    *args: str,
+    timeout: float = 300,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """`python -m datagen ARGS` as a subprocess, its output captured (a wide terminal, so no
+    line of the summary is wrapped)."""
+    return subprocess.run(
+        [sys.executable, "-m", "datagen", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**(env if env is not None else os.environ), "COLUMNS": "200"},
+        cwd=cwd,
+    )
+
+
+def rows(out: Path, table: str) -> list[Row]:
+    """Every row of one table of a local output."""
+    return cast(list[Row], ds.dataset(out / table, format="parquet").to_table().to_pylist())
+
+
+def read(out: Path, table: str, shard: int = 3) -> list[Row]:
+    """The rows of one shard's part of a table."""
+    return cast(list[Row], pq.read_table(out / table / f"part-{shard:05d}.parquet").to_pylist())
+
+
+def check_dataset(out: Path, width: int, height: int) -> dict[str, list[Row]]:
+    """What every run's output must satisfy; returns the tables' rows."""
+    manifest = json.loads((out / "_manifest.json").read_text())
+    assert manifest["complete"] and not manifest["shards"]["missing"]
+    tables = {t: rows(out, t) for t in TABLES}
+    for table, table_rows in tables.items():
+        assert manifest["tables"][table]["rows"] == len(table_rows)
+        assert len({r["run_id"] for r in table_rows} | {manifest["run_id"]}) == 1
+        assert all(r["browser_version"].startswith("chromium/") for r in table_rows)
+    assert sum(e["n_steps"] for e in tables["episodes"]) == len(tables["steps"])
+    for step in tables["steps"]:
+        image = Image.open(io.BytesIO(step["screenshot"]["bytes"]))
+        image.load()  # decodes the whole image, not just its header
+        assert image.size == (width, height) == (step["image_width"], step["image_height"])
+        if step["x_px"] is not None:
+            assert 0 <= step["x_px"] < width and 0 <= step["y_px"] < height
+    for g in tables["grounding"]:
+        x1, y1, x2, y2 = g["bbox_px"]
+        assert 0 <= x1 < x2 <= width and 0 <= y1 < y2 <= height and g["referring_expression"]
+    card = yaml.safe_load((out / "README.md").read_text().split("---")[1])
+    info = {c["config_name"]: c for c in card["dataset_info"]}
+    filled = [t for t in TABLES if tables[t]]  # a table without rows has no config
+    assert list(info) == filled
+    for table in filled:
+        assert info[table]["splits"][0]["num_examples"] == len(tables[table])
+    assert {"name": "screenshot", "dtype": "image"} in info["steps"]["features"]
+    assert [c["data_files"] for c in card["configs"]] == [f"{t}/*.parquet" for t in filled]
+    assert [c["config_name"] for c in card["configs"] if c.get("default")] == ["steps"]
+    umask = process_umask()  # every file as readable as the umask lets any new file be
+    modes = {p.stat().st_mode & 0o777 for p in out.rglob("*") if p.is_file()}
+    assert modes == {0o666 & ~umask}, (oct(umask), sorted(map(oct, modes)))
+    return tables
+
+
+def process_umask() -> int:
+    """This process's umask (the CLI it starts inherits it), read without changing it."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("Umask:"):
+            return int(line.split()[1], 8)
+    raise AssertionError("no Umask in /proc/self/status")
+
+
+def sites_pipeline(folder: Path, limit: int) -> Path:
+    """A pipeline file over the bundled sites: `limit` tasks, one task and one step per shard,
+    one worker of two sessions."""
+    spec = {
+        "name": "integrity",
+        "sources": [{"type": "sites"}],
+        "cluster": {"workers": 1, "sessions_per_worker": 2, "dashboard": ":0"},
+        "run": {"max_steps": 1, "tasks_per_shard": 1, "limit": limit, "seed": 3},
+        "output": {"uri": "unused"},
+    }
+    path = folder / "integrity.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def each_task_once(out: Path, tasks: int) -> None:
+    """A complete output in which each of `tasks` tasks ended exactly once (as an episode or a
+    task/episode reject), every table's rows as the manifest counts them."""
+    manifest = json.loads((out / "_manifest.json").read_text())
+    assert manifest["complete"] and manifest["shards"]["committed"] == tasks
+    for table, info in manifest["tables"].items():
+        assert info["rows"] == len(rows(out, table)), table
+    ended = Counter(e["task_id"] for e in rows(out, "episodes")) + Counter(
+        r["task_id"] for r in rows(out, "rejects") if r["stage"] in ("task", "episode")
+    )
+    assert len(ended) == tasks and set(ended.values()) == {1}, ended
+
+
+CLAIMERS = 100
+
+
+def shard_stats(shard: int, **counts: int) -> ShardResult:
+    """A shard's stats for a marker written by a test: zero everywhere but `counts`."""
+    from datagen.records import ShardResult
+
+    zero = dict.fromkeys(("tasks", "episodes", "steps", "grounding", "rejects", "solved"), 0)
+    return ShardResult(shard=shard, reject_reasons={}, seconds=0.0, **{**zero, **counts})
+
+
+def race(storage: Storage, run_ids: list[str]) -> list[bool | str]:
+    """Every run id claims at the same moment (a barrier): False = claimed it, True = resumed
+    it, else the OutputError's message."""
+    from datagen.errors import OutputError
+    from datagen.sink.writer import claim_output
+
+    barrier = threading.Barrier(len(run_ids))
+
+    def claim(run_id: str) -> bool | str:
+        barrier.wait()
+        try:
+            return claim_output(storage, run_id, {"name": run_id})
+        except OutputError as exc:
+            return str(exc)
+
+    with ThreadPoolExecutor(len(run_ids)) as pool:
+        return list(pool.map(claim, run_ids))
+
+
+# IPv6 forms that carry a non-public IPv4 (the URL guard blocks them all).
+EMBEDDED = {
+    "nat64": "64:ff9b::a9fe:a9fe",  # 64:ff9b::169.254.169.254
+    "nat64-local-use": "64:ff9b:1::808:808",  # RFC 8215: never public, whatever it carries
+    "ipv4-compatible": "::127.0.0.1",
+    "ipv4-translated": "::ffff:0:a9fe:a9fe",  # SIIT
+    "ipv4-mapped": "::ffff:169.254.169.254",
+    "6to4": "2002:a9fe:a9fe::",
+    "teredo": "2001:0:4136:e378:8000:63bf:5601:56fe",  # client 169.254.169.1, stored inverted
+    "site-local": "fec0::1",
+}
+
+
+def dockerfile() -> list[tuple[str, str]]:
+    """The worker image's Dockerfile as (INSTRUCTION, arguments) in order: comments dropped,
+    continuation lines joined."""
+    out: list[tuple[str, str]] = []
+    pending = ""
+    for line in DOCKERFILE.read_text().splitlines():
+        if not pending and (not line.strip() or line.lstrip().startswith("#")):
+            continue
+        if line.lstrip().startswith("#"):  # a comment inside a continued instruction
+            continue
+        pending += line.rstrip()
+        if pending.endswith("\\"):
+            pending = pending[:-1] + " "
+            continue
+        word, _, rest = pending.strip().partition(" ")
+        out.append((word, rest.strip()))
+        pending = ""
+    assert not pending, "the last instruction ends with a continuation"
+    return out
