@@ -4,7 +4,8 @@ Rows shaped like a shard of the demo: `--steps` step rows, each with a real 1280
 screenshot (a rendered page-like image, ~60-120 KB), and `--grounding` grounding rows per step.
 
 - ours: `write_shard()` — pydantic rows → `model_dump` → Arrow with the explicit schema (HF
-  image metadata) → Parquet (zstd, images stored uncompressed) → `LocalStorage.put` (temp file,
+  image metadata) → Parquet (zstd, images stored uncompressed; steps in row groups of at most
+  100 rows and 32 MB of images, grounding in groups of 256) → `LocalStorage.put` (temp file,
   fsync-free rename) → marker.
 - bare: the same rows as plain dicts (dumped beforehand, not timed) → `pa.Table.from_pylist`
   (schema inferred) → `pq.write_table` with pyarrow's defaults to a local file.
@@ -70,11 +71,13 @@ def rows(steps: int, per_step: int) -> tuple[list[StepRow], list[GroundingRow]]:
         step_rows.append(
             StepRow(
                 **BASE, episode_id=episode, playwright_version="1.65.2", datagen_version="bench",
-                policy="explore", step_index=i % 10, url="http://127.0.0.1:8000/shop/",
+                policy="explore", group_id="0123456789abcdef", sample_index=0,
+                step_index=i % 10, url="http://127.0.0.1:8000/shop/",
                 title="Shop", screenshot=ImageData(bytes=shots[i % len(shots)]),
                 image_width=1280, image_height=800, viewport_width=1280, viewport_height=800,
                 device_scale_factor=1.0, action_type="click", action_repr="click(x=640, y=400)",
-                action_json='{"type":"click","x":640,"y":400}', x_px=640, y_px=400,
+                action_json='{"type":"click","x":640,"y":400}',
+                action_description='Click the "Buy" button', x_px=640, y_px=400,
                 x_norm=0.5, y_norm=0.5, target_selector="#buy", target_role="button",
                 target_name="Buy", target_bbox_px=(600, 380, 680, 420), target_hit=True,
                 n_elements=40, observe_ms=80.0, act_ms=30.0,

@@ -10,7 +10,10 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 # 1.1: steps.settle_ms and observation_stable, grounding.expression_kind, episode status
 # left_scope, reject reasons for off-scope/error/blank pages, unstable boxes (added columns only)
-SCHEMA_VERSION = "1.1"
+# 1.2: steps.action_description and model_action_description; group_id and sample_index on
+# steps and episodes; the episodes' relabel columns (relabeled_instruction, instruction_source,
+# relabel_*); reject stage relabel, reason relabel_rejected (added columns only)
+SCHEMA_VERSION = "1.2"
 
 
 def read_committed(

@@ -297,6 +297,62 @@ def verify(
         raise typer.Exit(1)
 
 
+@app.command("export")
+def export_command(
+    uri: Annotated[str, typer.Argument(help="output folder or s3://bucket/prefix of a run")],
+    format: Annotated[str, typer.Option("--format", "-f", help="sft | grounding | rl | pairs")],
+    to: Annotated[
+        str | None,
+        typer.Option(help="export folder or s3:// prefix (default: OUT/exports/<format>)"),
+    ] = None,
+    coords: Annotated[
+        str | None, typer.Option(help="pixels | norm1000 | norm01 (default pixels)")
+    ] = None,
+    syntax: Annotated[
+        str | None, typer.Option(help="tool (computer_use call) | code (pyautogui); sft, rl, pairs")
+    ] = None,
+    history: Annotated[
+        int | None, typer.Option(help="screenshots per sft sample, current last (default 1)")
+    ] = None,
+    instruction: Annotated[
+        str | None, typer.Option(help="sft: task | relabeled | step (default task)")
+    ] = None,
+    filter: Annotated[
+        str | None, typer.Option("--filter", help="sft: solved | judged | all (default solved)")
+    ] = None,
+    endpoint_url: Annotated[str | None, typer.Option(help="S3-compatible endpoint")] = None,
+) -> None:
+    """Export a run's committed shards to a training format (Parquet + a dataset card). A rerun
+    adds only shards committed since; a run still writing exports what it has committed."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from datagen.export import ExportOptions, export_output
+
+    given = {"coords": coords, "syntax": syntax, "history": history}
+    given |= {"instruction": instruction, "filter": filter}
+    try:
+        options = ExportOptions.parse(format, **given)
+        result = export_output(
+            uri,
+            options,
+            to,
+            endpoint_url,
+            on_shard=lambda shard, rows: console.print(f"shard {shard}: {rows} rows"),
+        )
+    except (OSError, DatagenError, BotoCoreError, ClientError) as exc:
+        raise _fail(exc) from None
+    assert result.state is not None
+    totals = result.state.totals()
+    failures = ", ".join(f"{c} {n}" for c, n in sorted(totals.failures.items())) or "none"
+    console.print(
+        f"{format}: {len(result.exported)} shards exported ({result.rows_added} rows), "
+        f"{result.skipped} already there; {totals.rows} rows in {result.target}; "
+        f"failures: {failures}",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
 @app.command()
 def schemas(
     check: Annotated[bool, typer.Option("--check", help="fail if schemas/ is out of date")] = False,

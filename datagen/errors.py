@@ -15,6 +15,7 @@ User and setup errors: raised before or instead of a run, printed by the CLI wit
         ├── BrowserUnavailable     errors               no Chromium to launch: says what to install
         ├── OutputError            errors               the output cannot take this run
         ├── EngineNotReady         errors               the model server is not reachable or ready
+        ├── ExportError            errors               an export cannot be made (source, options, folder)
         └── WorkersUnavailable     errors               no Dask worker can run the shards; the fix
 
 Per-episode failures: caught by the episode's triage (pipeline.failures, browser.failures), each
@@ -88,6 +89,11 @@ class BrowserUnavailable(DatagenError):
 
 class OutputError(DatagenError):
     """The output location cannot take this run."""
+
+
+class ExportError(DatagenError):
+    """`datagen export` cannot make this export: the source is not a datagen output, an option
+    does not apply to the format, or the export folder holds another export; says the fix."""
 
 
 class EngineNotReady(DatagenError):

@@ -25,12 +25,15 @@ if [ ! -x .venv/bin/pip ]; then
   fi
 fi
 
+# DATAGEN_EXTRAS adds optional extras to the install, e.g. DATAGEN_EXTRAS=train (TRL and torch,
+# ~3 GB from PyPI: what CI installs so that the TRL tests run instead of skipping).
+extras="dev${DATAGEN_EXTRAS:+,$DATAGEN_EXTRAS}"
 stamp=.venv/.datagen-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ "$(cat "$stamp")" != "$extras" ]; then
   rm -f "$stamp"
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e ".[dev]"
-  touch "$stamp"
+  .venv/bin/python -m pip install --quiet -e ".[$extras]"
+  echo "$extras" > "$stamp"
 fi
 
 # A Chromium for Playwright to drive.

@@ -51,7 +51,20 @@ KIND_BY_SOURCE = {
     "field-name": "field-name",
     "appearance": "appearance",
 }
-ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth")
+ORDINALS: tuple[str, ...] = (
+    *("first", "second", "third", "fourth", "fifth"),
+    *("sixth", "seventh", "eighth", "ninth", "tenth"),
+)
+
+
+def ordinal_word(n: int) -> str:
+    """1 → first … 10 → tenth, then 11th, 21st, 22nd, 23rd, 101st."""
+    if n <= len(ORDINALS):
+        return ORDINALS[n - 1]
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 ROW_PX = 8  # elements whose tops are this close read as one line (reading order: rows, then x)
 
 
@@ -69,7 +82,7 @@ class Expression:
     def render(self, ordinal: int = 0, context: str = "") -> str:
         words = ["the"]
         if ordinal:
-            words.append(ORDINALS[ordinal - 1] if ordinal <= len(ORDINALS) else f"{ordinal}th")
+            words.append(ordinal_word(ordinal))
         if self.state:
             words.append(self.state)
         if self.label:
@@ -150,7 +163,7 @@ def expressions(elements: Sequence[Element]) -> dict[int, tuple[str, str]]:
         for e in group:
             by_context[e.context.lower()].append(e)
         for context, members in by_context.items():
-            ranked = _reading_order(members if context else group)
+            ranked = reading_order(members if context else group)
             for e in members:
                 base = bases[e.index]
                 assert base is not None
@@ -162,8 +175,18 @@ def expressions(elements: Sequence[Element]) -> dict[int, tuple[str, str]]:
     return out
 
 
-def _reading_order(elements: list[Element]) -> list[Element]:
-    return sorted(elements, key=lambda e: (round(e.box.y / ROW_PX), e.box.x, e.box.y))
+def reading_order(elements: list[Element]) -> list[Element]:
+    """Elements as a person reads them: rows of tops within ROW_PX, then left to right (the
+    order of `the second "Edit" button` here and in action descriptions). A row starts at
+    the highest top not yet placed and holds every top within ROW_PX below it (binning tops by
+    `round(y / ROW_PX)` split 100 and 104 into two rows)."""
+    rows: list[list[Element]] = []
+    for element in sorted(elements, key=lambda e: (e.box.y, e.box.x)):
+        if rows and element.box.y - rows[-1][0].box.y <= ROW_PX:
+            rows[-1].append(element)
+        else:
+            rows.append([element])
+    return [e for row in rows for e in sorted(row, key=lambda e: (e.box.x, e.box.y))]
 
 
 def grounding_rows(

@@ -64,8 +64,9 @@ def calibration_config(config: PipelineConfig, folder: Path, sessions: int) -> P
         "run": {**data["run"], "max_steps": 8, "tasks_per_shard": 2 * sessions, "repeats": 1},
         "cluster": {**data["cluster"], "sessions_per_worker": sessions},
     }
-    if data.get("annotation", {}).get("model_expressions"):
-        data["annotation"]["model_expressions"] = None  # model calls: not this CPU's
+    for model_calls in ("model_expressions", "relabel"):  # not this CPU's
+        if data.get("annotation", {}).get(model_calls):
+            data["annotation"][model_calls] = None
     return parse_pipeline(data)
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from PIL import Image
 
 from datagen.config import PipelineConfig, SimConfig, VlmPolicyConfig
+from datagen.engine.hindsight import HINDSIGHT, Frame
 from datagen.engine.profiles import PROFILES, encode_screenshot
 from datagen.engine.sim.engine import Shape, virtual_rate
 from datagen.engine.sim.protocol import ChatBody, measure
@@ -92,7 +93,8 @@ def calls_per_step(
     profile's messages, counted by the stand-in's own `measure` (text, tiling, vLLM's limits)."""
     policy = config.policy if isinstance(config.policy, VlmPolicyConfig) else None
     expressions = config.annotation.model_expressions
-    if policy is None and expressions is None:
+    relabel = config.annotation.relabel
+    if policy is None and expressions is None and relabel is None:
         return []
     sent = policy or VlmPolicyConfig(type="vlm")  # the profile and image size the calls use
     profile = PROFILES[sent.profile]
@@ -127,6 +129,14 @@ def calls_per_step(
         add("writer", expressions.per_step, writer, min(expressions.writer.max_tokens, 24))
         loc = profile.localization_messages(image, "a short referring expression")
         add("localizer (round-trip)", expressions.per_step, loc, 16)
+    if relabel is not None:  # once per episode, its screenshots and one line per step
+        actions = [('Click the "Add to cart" button', None)] * max(1, round(steps_per_episode))
+        frames = [Frame(image, "before action 1")] * min(relabel.images, len(actions) + 1)
+        asked = HINDSIGHT.relabel_messages(actions, frames)
+        add("relabel", 1 / steps_per_episode, asked, min(relabel.max_tokens, 80))
+        if relabel.check != "none":
+            check = HINDSIGHT.check_messages("an instruction of one sentence", actions, image)
+            add(f"relabel check ({relabel.check})", 1 / steps_per_episode, check, 40)
     return out
 
 

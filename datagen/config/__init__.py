@@ -32,7 +32,12 @@ from datagen.config.sources import (
     UrlsSourceConfig,
     WebVoyagerSourceConfig,
 )
-from datagen.config.stages import AnnotationConfig, ModelExpressionsConfig, ValidationConfig
+from datagen.config.stages import (
+    AnnotationConfig,
+    ModelExpressionsConfig,
+    RelabelConfig,
+    ValidationConfig,
+)
 from datagen.config.urls import ServerUrl, engine_url, has_userinfo, redact_url, split_host_port
 
 __all__ = [
@@ -49,6 +54,7 @@ __all__ = [
     "OutputConfig",
     "PipelineConfig",
     "PolicyConfig",
+    "RelabelConfig",
     "RoleConfig",
     "RunConfig",
     "ScriptedPolicyConfig",

@@ -54,6 +54,11 @@ class PipelineConfig(Section):
             for name in ("policy", "localizer", "judge"):
                 role = getattr(self.policy, name)
                 roles.append((f"policy.{name}.url", role.url if role else None))
+        relabel = self.annotation.relabel
+        if relabel is not None:
+            roles.append(("annotation.relabel.url", relabel.url))
+            judge = relabel.judge.url if relabel.judge else None
+            roles.append(("annotation.relabel.judge.url", judge))
         for key, url in roles:
             if has_userinfo(url):
                 raise ValueError(
@@ -63,12 +68,30 @@ class PipelineConfig(Section):
                 )
         return self
 
+    @model_validator(mode="after")
+    def _one_judge(self) -> PipelineConfig:
+        relabel = self.annotation.relabel
+        if relabel is None or relabel.judge is None:
+            return self
+        if relabel.check != "judge":
+            raise ValueError(
+                f"annotation.relabel.judge is set but relabel.check is {relabel.check!r}: it "
+                "would never be asked. fix: set check: judge, or remove relabel.judge"
+            )
+        if isinstance(self.policy, VlmPolicyConfig) and self.policy.judge is not None:
+            raise ValueError(
+                "annotation.relabel.judge and policy.judge are both set: the run has one judge "
+                "role. fix: remove annotation.relabel.judge (the check then uses policy.judge)"
+            )
+        return self
+
     @property
     def uses_engine(self) -> bool:
         """True when some stage calls a model server."""
         return (
             isinstance(self.policy, VlmPolicyConfig)
             or self.annotation.model_expressions is not None
+            or self.annotation.relabel is not None
         )
 
     def resolve(self, path: str) -> Path:

@@ -1,14 +1,17 @@
 """`annotation:` and `validation:`: what rows a step yields besides the step itself (grounding
-rows, model-written referring expressions) and which of them are kept.
+rows, model-written referring expressions), what an episode gets after it ends (a relabeled
+instruction), and which of them are kept.
 
     annotation: ─► AnnotationConfig ─► datagen.annotate;  validation: ─► ValidationConfig ─► datagen.validate
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
-from datagen.config.base import Section
+from datagen.config.base import NEUTRAL, Section
 from datagen.config.policy import RoleConfig
 
 
@@ -21,6 +24,48 @@ class ModelExpressionsConfig(Section):
     )
 
 
+class RelabelConfig(RoleConfig):
+    """Hindsight relabeling: after an episode, the `relabel` role writes the instruction the
+    trajectory actually carried out (from a few of its screenshots and its actions in words),
+    and a check accepts or rejects it. Its own role: endpoint, model, sampling, budget share."""
+
+    temperature: float = Field(0.0, ge=0, le=2, description="sampling temperature (always sent)")
+    max_tokens: int = Field(512, ge=1, le=1_048_576, description="output budget (always sent)")
+    share: float = Field(
+        0.3,
+        gt=0,
+        le=1,
+        description="share of the worker's in-flight budget this role may use",
+        json_schema_extra=NEUTRAL,
+    )
+    check: Literal["judge", "reread", "none"] = Field(
+        "judge",
+        description="who accepts the relabel: the judge role (policy.judge if the vlm policy "
+        "has one, else `judge` below), the relabel role re-reading it against the final "
+        "screenshot, or none (every parsed relabel is accepted)",
+    )
+    images: int = Field(
+        3,
+        ge=2,
+        le=16,
+        description="screenshots sent: the first, the final one, and evenly spaced ones between "
+        "(keep within the server's --limit-mm-per-prompt)",
+    )
+    skip_solved: bool = Field(
+        True,
+        description="episodes whose task check passed keep the task's instruction, unasked",
+    )
+    judge: RoleConfig | None = Field(
+        None,
+        description="the judge role's settings for check: judge when the policy has no judge "
+        "(null: temperature 0, 256 tokens, share 0.3)",
+    )
+
+    def judge_role(self) -> RoleConfig:
+        """The judge's settings when the policy brings none."""
+        return self.judge or RoleConfig(temperature=0.0, max_tokens=256, share=0.3)
+
+
 class AnnotationConfig(Section):
     """Rows written for each step's elements."""
 
@@ -31,6 +76,11 @@ class AnnotationConfig(Section):
     model_expressions: ModelExpressionsConfig | None = Field(
         None,
         description="ask the model for referring expressions and check them with the localizer",
+    )
+    relabel: RelabelConfig | None = Field(
+        None,
+        description="after each episode, ask the model which instruction the trajectory carried "
+        "out (hindsight relabeling), with any policy",
     )
 
 

@@ -105,7 +105,12 @@ class Verdict(Strict):
 
 
 class ModelOutputError(ValueError):
-    """The model's text is not valid against the schema we asked for."""
+    """The model's text is not valid against the schema we asked for (`raw`: that text, when
+    the caller keeps it, e.g. for a relabel's trace)."""
+
+    def __init__(self, message: str, raw: str | None = None) -> None:
+        super().__init__(message)
+        self.raw = raw
 
 
 def parse_output(text: str, model: type[Strict]) -> Any:

@@ -1,12 +1,12 @@
-"""A worker's model roles (policy, localizer, judge, writer) on their endpoints.
+"""A worker's model roles (policy, localizer, judge, writer, relabel) on their endpoints.
 
     {role: RoleConfig} (policy/roles.py) ─► Engines.start() ─► one EngineClient per URL
     Engines.ask(role, messages, schema, model) ─► (parsed answer, ChatResult)
 
 One EngineClient per distinct URL, its pool sized to this worker's share of the cluster-wide
 ceiling (so the sum over workers never exceeds it). Its gate holds each role to its share of
-the current limit, and hands free slots to the policy first, then the localizer, the judge and
-the expression writer. With `engine.control: adaptive` a task per client steers that limit
+the current limit, and hands free slots to the policy first, then the localizer, the judge,
+the expression writer and the relabeler (once per episode, after its browser is closed). With `engine.control: adaptive` a task per client steers that limit
 from the server's /metrics (`datagen.engine.control`). An answer that fails validation is asked
 again once at temperature 0, then becomes a ModelOutputError (a reject reason, not a crash).
 A role calls its client only through `ChatClient.chat`, so unit tests `attach` a fake one.
@@ -24,7 +24,7 @@ from datagen.engine.client import ChatClient, ChatResult, EngineClient
 from datagen.engine.control import InFlightController
 from datagen.engine.profiles import ModelOutputError, Strict, parse_output
 
-PRIORITY = {"policy": 0, "localizer": 1, "judge": 2, "writer": 3}
+PRIORITY = {"policy": 0, "localizer": 1, "judge": 2, "writer": 3, "relabel": 4}
 
 
 @dataclass
@@ -139,7 +139,8 @@ class Engines:
             try:
                 return parse_output(retry.content, model), _merged(result, retry)
             except ModelOutputError as exc:
-                raise ModelOutputError(f"{exc} (raw: {retry.content[:300]!r})") from None
+                problem = f"{exc} (raw: {retry.content[:300]!r})"
+                raise ModelOutputError(problem, raw=retry.content) from None
 
 
 def _merged(first: ChatResult, second: ChatResult) -> ChatResult:

@@ -3,6 +3,7 @@ its rows in an `EpisodeOutcome`.
 
     TaskSpec ─► session.goto ─► [observe ─► check ─► policy ─► validate ─► act ─► annotate] × steps
              ─► StepRow, GroundingRow, EpisodeRow | RejectRow
+    EpisodeOutcome ─► relabel() (annotation.relabel, browser closed) ─► the relabel columns
 
 Every failure inside a task becomes a RejectRow with a reason code (failures.py). Only pages
 inside the episode's scope (`run.scope`) become data: after an action that led off it, or to
@@ -20,13 +21,20 @@ from typing import TypeVar
 from playwright.async_api import Error as PlaywrightError
 
 from datagen import SCHEMA_VERSION, __version__
+from datagen.annotate.relabel import relabel_episode
 from datagen.browser.failures import StepTimedOut, as_hang, run_check, watchdog
 from datagen.browser.navigation import NavigationFailed
 from datagen.browser.session import Session
 from datagen.pipeline.context import ShardContext
 from datagen.pipeline.course import MAX_RETURNS, Course, led_to
 from datagen.pipeline.failures import EPISODE_FAILURES, WATCHED, failure
-from datagen.pipeline.rows import EpisodeOutcome, annotate, step_row
+from datagen.pipeline.rows import (
+    EpisodeOutcome,
+    annotate,
+    group_columns,
+    image_width_limit,
+    step_row,
+)
 from datagen.policy import Policy, Recovering, make_policy
 from datagen.records import (
     Back,
@@ -54,6 +62,24 @@ async def run_episode(task: TaskSpec, repeat: int, ctx: ShardContext) -> Episode
     return await Episode(task, repeat, ctx).run()
 
 
+async def relabel(out: EpisodeOutcome, ctx: ShardContext) -> None:
+    """Hindsight relabeling of an ended episode (`annotation.relabel`), from its rows alone.
+    The shard calls it after the episode's browser context is closed and its session slot
+    freed, outside the episode's time limit: the model's part is bounded by the engine
+    client's timeouts, and a failed or rejected relabel leaves the episode row as it is but
+    for its relabel columns, plus a `relabel` reject."""
+    config, episode = ctx.config.annotation.relabel, out.episode
+    if config is None or ctx.engines is None or episode is None:
+        return
+    if config.skip_solved and episode.success:
+        return  # the task's own check passed: its instruction is the better label
+    limit = image_width_limit(ctx.config)
+    done = await relabel_episode(episode, out.steps, ctx.engines, config, limit)
+    out.episode = episode.model_copy(update=done.columns)
+    if done.problem is not None:
+        out.reject("relabel", *done.problem)
+
+
 class Episode:
     """One episode's state: its task, context, seed, session, policy, course and rows, and
     how it ended (`status`, `answer`, `success`)."""
@@ -71,7 +97,7 @@ class Episode:
             "episode_id": digest(ctx.run_id, task.id, repeat)[:16],
             "browser_version": ctx.host.version,
         }
-        self.out = EpisodeOutcome(ids=ids)
+        self.out = EpisodeOutcome(ids=ids, group=group_columns(ctx.run_id, task.id, repeat))
         self.seed = int(digest(ctx.config.run.seed, task.id, repeat)[:8], 16)
         self.started = time.perf_counter()
         self.session: Session | None = None
@@ -160,6 +186,7 @@ class Episode:
             status=self.status,
             answer=self.answer,
             seed=self.seed,
+            **out.group,
             duration_s=round(time.perf_counter() - self.started, 3),
             final_screenshot=ImageData(
                 bytes=final.screenshot, path=f"{out.ids['episode_id']}-final.{final.image_format}"
@@ -219,7 +246,7 @@ class Episode:
         began = time.perf_counter()
         error = await self._act(session, decision, index)
         act_ms = (time.perf_counter() - began) * 1000
-        out.steps.append(step_row(out.ids, self.provenance, index, obs, decision, error, act_ms))
+        out.steps.append(step_row(out, self.provenance, index, obs, decision, error, act_ms))
         course.last, course.success = obs, success
         ctx.meter.add("steps")
         if ctx.config.annotation.grounding:

@@ -1,16 +1,19 @@
 """An episode's rows: steps, grounding, rejects and the episode itself, built from what the
 episode saw and did.
 
-    Observation + Decision ─► StepRow          Observation ─► GroundingRow | RejectRow
+    Observation + Decision ─► StepRow (action_description: annotate/describe.py)
+    Observation ─► GroundingRow | RejectRow
     the final Observation + the episode's end ─► EpisodeRow
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
 from datagen.annotate import grounding_rows
+from datagen.annotate.describe import describe, model_description
 from datagen.annotate.model import model_expressions
 from datagen.config import PipelineConfig
 from datagen.engine.roles import Engines
@@ -32,11 +35,20 @@ from datagen.records.actions import action_json, action_repr
 from datagen.validate import check_grounding
 
 
+def group_columns(run_id: str, task_id: str, repeat: int) -> dict[str, Any]:
+    """`group_id` and `sample_index` of an episode's rows: the run's `run.repeats` episodes of
+    one task form a group (the first 16 hex of sha256(run_id:task_id)); the repeat is the
+    episode's place in it."""
+    group = hashlib.sha256(f"{run_id}:{task_id}".encode()).hexdigest()[:16]
+    return {"group_id": group, "sample_index": repeat}
+
+
 @dataclass
 class EpisodeOutcome:
-    """Rows produced by one episode."""
+    """Rows produced by one episode (`group`: its group columns, on steps and the episode)."""
 
     ids: dict[str, str]
+    group: dict[str, Any] = field(default_factory=dict)
     steps: list[StepRow] = field(default_factory=list)
     grounding: list[GroundingRow] = field(default_factory=list)
     rejects: list[RejectRow] = field(default_factory=list)
@@ -97,7 +109,7 @@ async def annotate(
 
 
 def step_row(
-    ids: dict[str, str],
+    out: EpisodeOutcome,
     provenance: dict[str, str],
     index: int,
     obs: Observation,
@@ -106,6 +118,7 @@ def step_row(
     act_ms: float,
 ) -> StepRow:
     """The step row of one observe → decide → act."""
+    ids = out.ids
     action, target = decision.action, decision.target
     point = (action.x, action.y) if isinstance(action, Click) else None
     box = None
@@ -115,6 +128,7 @@ def step_row(
     return StepRow(
         **ids,
         **provenance,
+        **out.group,
         step_index=index,
         url=obs.url,
         title=obs.title,
@@ -129,6 +143,8 @@ def step_row(
         action_type=action.type,
         action_repr=action_repr(action),
         action_json=action_json(action),
+        action_description=describe(obs, decision),
+        model_action_description=model_description(decision),
         x_px=point[0] if point else None,
         y_px=point[1] if point else None,
         x_norm=point[0] / obs.image_width if point else None,

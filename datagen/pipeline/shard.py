@@ -1,6 +1,6 @@
 """One shard: its episodes (`sessions_per_worker` at once), then its parts written once.
 
-list[TaskSpec] × run.repeats ─► run_episode (episode.py) ─► tables ─► sink.write_shard
+list[TaskSpec] × run.repeats ─► run_episode (episode.py) ─► relabel ─► tables ─► sink.write_shard
                                                          ─► ShardResult (the shard's stats)
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from datagen.browser.failures import BrowserDied
 from datagen.pipeline.context import ShardContext
-from datagen.pipeline.episode import run_episode
+from datagen.pipeline.episode import relabel, run_episode
 from datagen.pipeline.rows import EpisodeOutcome
 from datagen.records import ShardResult, TaskSpec
 from datagen.sink.writer import write_shard
@@ -39,6 +39,7 @@ async def run_shard(shard: int, tasks: list[TaskSpec], ctx: ShardContext) -> Sha
                 outcome = await run_episode(task, repeat, ctx)
             finally:
                 active[0] -= 1
+        await relabel(outcome, ctx)  # outside the gate: no session is held while a model reads
         _report(shard, outcome, ctx)
         return outcome
 

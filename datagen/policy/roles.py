@@ -14,7 +14,8 @@ DEFAULT_PROFILE = "holo2_norm1000"
 
 
 def roles_for(config: PipelineConfig) -> dict[str, RoleConfig]:
-    """The roles a pipeline calls: the vlm policy's, and the expression writer's."""
+    """The roles a pipeline calls: the vlm policy's, the expression writer's, the relabeler's
+    (and a judge for its check)."""
     roles: dict[str, RoleConfig] = {}
     if isinstance(config.policy, VlmPolicyConfig):
         roles["policy"] = config.policy.policy
@@ -25,6 +26,11 @@ def roles_for(config: PipelineConfig) -> dict[str, RoleConfig]:
     expressions = config.annotation.model_expressions
     if expressions is not None:
         roles["writer"] = expressions.writer
+    relabel = config.annotation.relabel
+    if relabel is not None:
+        roles["relabel"] = relabel
+        if relabel.check == "judge" and "judge" not in roles:
+            roles["judge"] = relabel.judge_role()  # the policy's judge, when it has one, wins
     return roles
 
 

@@ -173,6 +173,7 @@ class VlmPolicy:
             judge_output=judged,
             thought=step.thought,
             note=step.note,
+            action_description=step.action.element if isinstance(step.action, NavClick) else None,
             prompt_tokens=sum(r.prompt_tokens for _, r in calls),
             completion_tokens=sum(r.completion_tokens for _, r in calls),
             latency_ms=round(sum(r.latency_ms for _, r in calls), 2),

@@ -88,6 +88,11 @@ class ModelTrace(Frozen):
     judge_output: str | None = None
     thought: str = ""
     note: str = ""
+    action_description: str | None = Field(
+        None,
+        description="the model's own words for its action (a click's element description), "
+        "verbatim; None when its answer has none",
+    )
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_ms: float = 0.0

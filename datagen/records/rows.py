@@ -48,6 +48,7 @@ class RejectReason(StrEnum):
     OFF_SCOPE = "off_scope"
     ERROR_PAGE = "error_page"
     BLANK_PAGE = "blank_page"
+    RELABEL_REJECTED = "relabel_rejected"  # the check said the trajectory does not carry it out
 
 
 class ImageData(Frozen):
@@ -81,6 +82,11 @@ class Provenance(Frozen):
 class StepRow(Provenance, RowBase):
     """One step of an episode: the observation before the action, and the action."""
 
+    group_id: str = Field(
+        description="the run's episodes of one task (run.repeats of them): the first 16 hex of "
+        "sha256(run_id:task_id); GRPO-style trainers normalise rewards per group"
+    )
+    sample_index: int = Field(description="which of the group's episodes: 0 … run.repeats-1")
     step_index: int
     url: str
     title: str
@@ -93,6 +99,15 @@ class StepRow(Provenance, RowBase):
     action_type: str
     action_repr: str = Field(description="the action in the vocabulary's call syntax")
     action_json: str
+    action_description: str = Field(
+        description='the action in words, from its DOM target: Click the second "Submit" '
+        'button, Type "Buy milk" into the "New todo" field, Scroll down (docs/output.md)'
+    )
+    model_action_description: str | None = Field(
+        None,
+        description="the vlm policy's own words for its action (a click's element description, "
+        "verbatim); null for other policies and answers without one",
+    )
     x_px: float | None = None
     y_px: float | None = None
     x_norm: float | None = None
@@ -146,7 +161,12 @@ class EpisodeRow(Provenance, RowBase):
         "episode's scope: it ends on its last page in scope)"
     )
     answer: str
-    seed: int
+    seed: int = Field(description="the policy's seed: from run.seed, the task and sample_index")
+    group_id: str = Field(
+        description="the run's episodes of one task (run.repeats of them): the first 16 hex of "
+        "sha256(run_id:task_id); GRPO-style trainers normalise rewards per group"
+    )
+    sample_index: int = Field(description="which of the group's episodes: 0 … run.repeats-1")
     duration_s: float
     final_screenshot: ImageData
     blocked_requests: list[str] = Field(
@@ -157,6 +177,32 @@ class EpisodeRow(Provenance, RowBase):
     viewport_width: int
     viewport_height: int
     device_scale_factor: float
+    # hindsight relabeling (annotation.relabel): `instruction` above stays the task's
+    relabeled_instruction: str | None = Field(
+        None,
+        description="the instruction the relabel role says the trajectory carried out, whether "
+        "the check accepted it or not; null: not asked, or no usable answer",
+    )
+    instruction_source: str = Field(
+        "task",
+        description="which instruction the episode's actions carry out: relabel (the relabeled "
+        "one, accepted by its check) | task (the task's: no relabel ran, it failed, or the "
+        "check rejected it)",
+    )
+    relabel_accepted: bool | None = Field(
+        None, description="the check's verdict on relabeled_instruction; null: no verdict"
+    )
+    relabel_model: str | None = Field(None, description="served model name of the relabel role")
+    relabel_standin: bool | None = Field(
+        None, description="true: the relabel or its check came from datagen's stand-in"
+    )
+    relabel_output: str | None = Field(None, description="the relabel role's raw answer")
+    relabel_check_output: str | None = Field(
+        None, description="the check's raw answer (judge role, or the relabel role re-reading)"
+    )
+    relabel_prompt_version: str | None = Field(
+        None, description="prompt profile/version of the relabel and its check, e.g. hindsight/1"
+    )
 
 
 class GroundingRow(RowBase):
@@ -201,7 +247,9 @@ class GroundingRow(RowBase):
 class RejectRow(RowBase):
     """Something that did not become data, and why."""
 
-    stage: str = Field(description="task | step | grounding | episode")
+    stage: str = Field(
+        description="task | step | grounding | episode | relabel (the episode row is kept)"
+    )
     reason: str
     detail: str
     step_index: int | None = None

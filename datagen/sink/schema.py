@@ -91,6 +91,13 @@ def image_columns(model: type[BaseModel]) -> list[str]:
     ]
 
 
+def compression(model: type[BaseModel]) -> dict[str, str]:
+    """Parquet compression per column: zstd, but none for images (JPEG/PNG/WebP bytes are
+    compressed already)."""
+    codecs = {name: "zstd" for name in model.model_fields}
+    return codecs | {column: "none" for column in image_columns(model)}
+
+
 def json_schemas() -> dict[str, dict[str, Any]]:
     """JSON Schema of each table's row, as exported to `schemas/`."""
     return {name: model.model_json_schema(mode="serialization") for name, model in TABLES.items()}

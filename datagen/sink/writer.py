@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ValidationError
 
@@ -31,12 +32,18 @@ from datagen import SCHEMA_VERSION, __version__
 from datagen.errors import OutputError
 from datagen.records import ShardResult
 from datagen.sink.models import Marker, PartFile, RunInfo, to_json
-from datagen.sink.schema import TABLES, arrow_schema, image_columns
+from datagen.sink.schema import TABLES, arrow_schema, compression, image_columns
 from datagen.sink.storage import Storage
 
 RUN_FILE = "_run.json"
 MARKERS = "_markers"
 MANIFEST = "_manifest.json"
+# Row groups (measured in docs/output.md, "Row groups"): tables with images get small ones, so
+# that the Hub's dataset viewer (it refuses row groups over ~300 MB) and `datasets` streaming
+# (it reads a row group at a time) can open them; the other tables larger ones.
+ROW_GROUP_ROWS = 256
+IMAGE_ROW_GROUP_ROWS = 100
+IMAGE_ROW_GROUP_BYTES = 32_000_000  # of image bytes: a 2x PNG screenshot can near its raw 12 MB
 
 
 def part_key(table: str, shard: int) -> str:
@@ -48,22 +55,42 @@ def marker_key(shard: int) -> str:
 
 
 def parquet_bytes(table: str, rows: Sequence[BaseModel]) -> tuple[bytes, int]:
-    """Encode rows of a table with its explicit schema; images stored uncompressed."""
+    """Encode rows of a table with its explicit schema; images stored uncompressed, in row
+    groups of `row_group_sizes`."""
     model = TABLES[table]
     schema = arrow_schema(model)
     arrow = pa.Table.from_pylist([r.model_dump() for r in rows], schema=schema)
-    compression: dict[str, str] = {name: "zstd" for name in schema.names}
-    for column in image_columns(model):
-        compression[column] = "none"  # JPEG/PNG/WebP bytes are compressed already
     sink = io.BytesIO()
-    with pq.ParquetWriter(sink, schema, compression=compression) as writer:
+    with pq.ParquetWriter(sink, schema, compression=compression(model)) as writer:
         # No rows: a part with the schema and no row group at all. `write_table` would write
         # one row group of 0 rows, and `datasets` reads each row group in batches of its row
         # count: "BatchSize must be greater than 0", for the whole table. A part without row
         # groups it skips; pyarrow, DuckDB and Polars read it as 0 rows.
-        if arrow.num_rows:
-            writer.write_table(arrow, row_group_size=256)
+        start = 0
+        for size in row_group_sizes(arrow, image_columns(model)):
+            writer.write_table(arrow.slice(start, size), row_group_size=size)
+            start += size
     return sink.getvalue(), arrow.num_rows
+
+
+def row_group_sizes(arrow: pa.Table, images: Sequence[str]) -> list[int]:
+    """Rows per row group: ROW_GROUP_ROWS without images; with them at most
+    IMAGE_ROW_GROUP_ROWS rows and IMAGE_ROW_GROUP_BYTES of image bytes (at least one row)."""
+    rows = arrow.num_rows
+    if not images:
+        return [min(ROW_GROUP_ROWS, rows - at) for at in range(0, rows, ROW_GROUP_ROWS)]
+    weights = [0] * rows
+    for column in images:
+        lengths = pc.binary_length(pc.struct_field(arrow.column(column), "bytes"))
+        weights = [w + (n or 0) for w, n in zip(weights, lengths.to_pylist(), strict=True)]
+    sizes: list[int] = []
+    count = held = 0
+    for weight in weights:
+        if count and (count == IMAGE_ROW_GROUP_ROWS or held + weight > IMAGE_ROW_GROUP_BYTES):
+            sizes.append(count)
+            count = held = 0
+        count, held = count + 1, held + weight
+    return [*sizes, count] if count else sizes
 
 
 def write_shard(

@@ -26,6 +26,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "engine": GROUND,
     "validate": GROUND,
     "sink": GROUND,
+    "export": GROUND | {"sink"},
     "annotate": GROUND | {"engine"},
     "policy": GROUND | {"engine", "browser", "scope"},
     "pipeline": GROUND
@@ -46,7 +47,17 @@ MAY_IMPORT: dict[str, set[str]] = {
         "source",
     },
     "cli": GROUND
-    | {"capacity", "engine", "observe", "preflight", "runplan", "runtime", "sink", "source"},
+    | {
+        "capacity",
+        "engine",
+        "export",
+        "observe",
+        "preflight",
+        "runplan",
+        "runtime",
+        "sink",
+        "source",
+    },
     "__main__": {"cli"},
 }
 

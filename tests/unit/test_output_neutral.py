@@ -24,6 +24,7 @@ from datagen.config import (
     ClusterConfig,
     EngineConfig,
     PipelineConfig,
+    RelabelConfig,
     RoleConfig,
     is_neutral,
     parse_pipeline,
@@ -36,6 +37,7 @@ REQUIRED: dict[str, Any] = {"path": "tasks.jsonl", "uri": "/tmp/out-a"}
 # Where a generic change would not validate: the values to try instead.
 CHANGES: dict[tuple[type[BaseModel], str], list[Any]] = {
     (RoleConfig, "url"): ["http://other.example:8000"],
+    (RelabelConfig, "url"): ["http://other.example:8000"],
     (EngineConfig, "url"): ["http://other.example:8000/v1"],
     (ClusterConfig, "address"): ["tcp://other.example:8786"],
     (ClusterConfig, "dashboard"): ["127.0.0.1:8788"],
@@ -179,6 +181,8 @@ def test_the_walk_reaches_every_part_of_the_file() -> None:
         "policy[vlm].judge",
         "policy[explore].type_probability",
         "annotation.model_expressions.writer.share",
+        "annotation.relabel.check",
+        "annotation.relabel.judge.url",
         "engine.max_in_flight",
         "engine.sim.speed_factor",
         "browser.viewport.width",

@@ -21,6 +21,7 @@ from prometheus_client import generate_latest
 from datagen.config import STANDIN_OWNER, SimConfig
 from datagen.engine.sim.answers import answer_text
 from datagen.engine.sim.engine import SimEngine, SimRequest
+from datagen.engine.sim.hindsight import hindsight_answer
 from datagen.engine.sim.metrics import SimMetrics
 from datagen.engine.sim.protocol import ApiError, measure, parse_body
 from datagen.engine.sim.replies import completion, stream_completion
@@ -120,6 +121,9 @@ async def _chat(request: web.Request) -> web.StreamResponse:
         text_reply=config.text_reply,
         malformed=malformed,
     )
+    derived = hindsight_answer(prompt.schema, body.messages)  # relabel prompts: from their text
+    if derived is not None:
+        answer = derived[: len(derived) // 2] if malformed else derived
     if config.replies and prompt.schema is not None:
         state = request.app[STATE_KEY]
         answer = config.replies[state["replied"] % len(config.replies)]
