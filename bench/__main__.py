@@ -30,6 +30,7 @@ BENCHES: dict[str, list[str]] = {
     "memory": ["bench.memory"],
     "grounding": ["bench.grounding", "--quiet"],
     "episodes": ["bench.episodes", "--quiet", "--seeds", "2"],
+    "e2e": ["bench.e2e"],
 }
 
 Row = tuple[str, str, str, bool | None]  # what, measured, target, met (None: no target)
@@ -127,9 +128,24 @@ def episodes(r: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def e2e(r: dict[str, Any]) -> list[Row]:
+    rows: list[Row] = []
+    for run in r["utilisation"]["runs"]:
+        shard = f"{run['tasks_per_shard']} tasks/shard"
+        rows.append((f"e2e engine utilisation, {shard}", f"{run['utilisation']:.3f}", "≥ 0.95", run["utilisation"] >= 0.95))  # fmt: skip
+        rows.append((f"e2e in flight ÷ configured, {shard}", f"{run['in_flight_ratio']:.3f}", "≥ 0.95", run["in_flight_ratio"] >= 0.95))  # fmt: skip
+    naive = r["naive"]
+    rows.append(("e2e episodes/s, datagen ÷ naive loop", f"{naive['ratio_episodes']:.2f} (ideal {naive['ideal_gain']:.1f})", "≥ 5", naive["ratio_episodes"] >= 5))  # fmt: skip
+    rows.append(("e2e datagen ÷ naive, share of the ideal gain", f"{naive['share_of_ideal']:.2f}", "≥ 0.9", naive["share_of_ideal"] >= 0.9))  # fmt: skip
+    ratio = r["pipeline"]["ratio"]
+    rows.append(("e2e explore pipeline steps/s ÷ bare loop", f"{ratio:.2f}", "≥ 0.8", ratio >= 0.8))
+    return rows
+
+
 SUMMARY: dict[str, Callable[[Any], list[Row]]] = {
     "browser": browser, "engine": engine, "adaptive": adaptive, "sink": sink,
     "scale_out": scale_out, "memory": memory, "grounding": grounding, "episodes": episodes,
+    "e2e": e2e,
 }  # fmt: skip
 
 

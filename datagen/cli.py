@@ -53,17 +53,19 @@ def _load(
     output: str | None,
     check_machine: bool = True,
     cluster: dict[str, Any] | None = None,
+    unset_env_ok: bool = False,
 ) -> Plan:
     """The plan of a pipeline file; with `check_machine`, also what it points at (output,
     scheduler, dashboard, browser), so that nothing bad is found after Dask has started.
-    `cluster` overrides keys of the file's `cluster` (validated the same way)."""
+    `cluster` overrides keys of the file's `cluster` (validated the same way); `unset_env_ok`:
+    an unset `${VAR}` reads as empty (for commands that contact no server)."""
     from datagen.config import load_pipeline
     from datagen.errors import ConfigError
     from datagen.preflight import preflight
     from datagen.runplan import make_plan
 
     try:
-        config = load_pipeline(path, output, cluster)
+        config = load_pipeline(path, output, cluster, unset_env_ok=unset_env_ok)
     except ConfigError as exc:
         named = [k for k in cluster or {} if f"cluster.{k}" in str(exc)]
         if not named:
@@ -98,12 +100,32 @@ def validate(pipeline: PipelineArg, output: OutputOpt = None) -> None:
 @app.command("plan")
 def plan_command(
     pipeline: PipelineArg,
+    model: Annotated[
+        str, typer.Option(help="the model served: holotron-12b | holo2-8b")
+    ] = "holotron-12b",
+    calibration: Annotated[
+        str | None,
+        typer.Option(
+            help="which tokens the published figure counts: all-tokens (default) | "
+            "output-tokens; or a full name (holotron-12b/output-tokens, decode, …)"
+        ),
+    ] = None,
+    latency_budget: Annotated[
+        float | None,
+        typer.Option(
+            min=0.001,
+            help="seconds a step may wait at the engine (its calls, one after another); the "
+            "plan takes the most throughput within it (default: 2 × the wait with one request "
+            "in flight)",
+        ),
+    ] = None,
     steps_per_episode: Annotated[
         float | None,
         typer.Option(min=1, help="expected steps per episode (default: run.max_steps, a bound)"),
     ] = None,
     max_num_seqs: Annotated[
-        int | None, typer.Option(min=1, help="the server's --max-num-seqs (default: engine.sim's)")
+        int | None,
+        typer.Option(min=1, help="the server's --max-num-seqs (default: the calibration's)"),
     ] = None,
     cpu_ms_per_step: Annotated[
         float,
@@ -126,35 +148,22 @@ def plan_command(
         ),
     ] = False,
 ) -> None:
-    """Capacity plan before launch: engine throughput, sessions in flight, CPU workers per
-    GPU, hours and GPU cost. From datagen's engine model (calibrated to Holotron-12B on one
-    H100), not a measurement: check it against the dashboard in the first minutes."""
-    from datagen.capacity.model import plan_capacity
-    from datagen.capacity.render import show_capacity
-    from datagen.config import SimConfig
+    """Capacity plan before launch: engine throughput, sessions in flight against the
+    pipeline's, CPU workers per GPU, hours and GPU cost. From datagen's engine model under a
+    named calibration (a published figure on one H100), not a measurement: check it against
+    the dashboard in the first minutes. Contacts no engine: the engine URL may be unset."""
+    from datagen.capacity.command import PlanOptions, engine_for, run_plan
 
-    try:
-        plan = _load(pipeline, None, check_machine=False)
-    except DatagenError as exc:
-        raise _fail(exc) from None
-    cfg = plan.config
-    source = "assumed (bench figures from a 2-vCPU machine; --measure to measure here)"
-    if measure:
-        import asyncio
-
-        from datagen.capacity.measure import measure as measure_cost
-
-        console.print("measuring a step on this machine (bundled sites, explore policy)…")
-        cost = asyncio.run(measure_cost(cfg))
-        cpu_ms_per_step, step_wall_ms = cost.cpu_ms, cost.wall_ms
-        source = f"measured here: {cost.steps} steps, {cost.sessions} sessions"
-    engine = SimConfig(max_num_seqs=max_num_seqs or cfg.engine.sim.max_num_seqs)
-    cap = plan_capacity(
-        cfg, plan.episodes, steps_per_episode=steps_per_episode, engine=engine,
-        cpu_ms_per_step=cpu_ms_per_step, step_wall_ms=step_wall_ms,
-        cores_per_worker=cores_per_worker, gpu_hour_usd=gpu_hour_usd,
+    options = PlanOptions(
+        model, calibration, latency_budget, steps_per_episode, max_num_seqs, cpu_ms_per_step,
+        step_wall_ms, cores_per_worker, gpu_hour_usd, measure,
     )  # fmt: skip
-    show_capacity(console, cap, cfg, f"capacity plan: {pipeline}", source)
+    try:
+        engine_for(options)  # an unknown model or calibration fails before the file is read
+        plan = _load(pipeline, None, check_machine=False, unset_env_ok=True)
+    except (ValueError, DatagenError) as exc:
+        raise _fail(exc) from None
+    run_plan(console, plan.config, plan.episodes, f"capacity plan: {pipeline}", options)
 
 
 @app.command()

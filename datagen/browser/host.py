@@ -4,7 +4,8 @@ context per episode.
     BrowserHost.start() ─► session() ─► Session (session.py) ─► close() | kill() | restart()
 
 The host also answers for the browser as a whole: its memory (USS over its processes), whether
-it still answers CDP, and killing it when it does not.
+it still answers CDP, killing it when it does not, and admitting new episodes (`admit`: memory,
+and the CPU-aware session limit of `admission.py`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 import psutil
 from playwright.async_api import Browser, Playwright, async_playwright
 
+from datagen.browser.admission import AdmissionController
 from datagen.browser.egress import EgressProxy
 from datagen.browser.failures import BrowserDied
 from datagen.browser.guard import UrlGuard
@@ -39,8 +41,15 @@ CONTEXT_CLOSE_TIMEOUT_S = 10.0
 class BrowserHost:
     """One Playwright driver and one Chromium, owned by the event loop that started them."""
 
-    def __init__(self, config: BrowserConfig, allow: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        config: BrowserConfig,
+        allow: list[str] | None = None,
+        admission: AdmissionController | None = None,
+    ) -> None:
         self.config = config
+        # a worker's host gets the run's session limit; elsewhere only memory holds episodes
+        self.admission = admission or AdmissionController()
         self.guard = UrlGuard([*config.allow, *(allow or [])]) if config.url_guard else None
         self.episodes = 0  # sessions opened since this browser started (for recycling)
         self.launches = 0  # browsers started: a shard commits only on the one it began with
@@ -83,6 +92,7 @@ class BrowserHost:
         self.episodes = 0
         self.launches += 1
         self.stopping = False
+        self.admission.start(self._browser_processes)
         log.info("browser started: %s (%s)", self.version, executable)
 
     @property
@@ -108,11 +118,12 @@ class BrowserHost:
         return len(self._browser.contexts) if self._browser is not None else 0
 
     async def admit(self, others_running: int) -> None:
-        """Wait before a new episode while the browser is above its memory limit and other
-        episodes are still running (they free memory as they end; never wait for nothing)."""
-        while others_running and self.memory_mb() > self.config.memory_limit_mb:
-            await asyncio.sleep(0.5)
-            others_running = self.open_contexts
+        """Wait before a new episode while the browser is above its memory limit, or the
+        worker's session limit (`admission`) is full, and other episodes are still running
+        (they free memory and CPU as they end; never wait for nothing). The admitted episode's
+        next `session()` takes the slot."""
+        limit = self.config.memory_limit_mb
+        await self.admission.admit(others_running, lambda: self.memory_mb() > limit)
 
     async def responsive(self, timeout_s: float = 10.0) -> bool:
         """Does the browser still answer a CDP command within `timeout_s`?"""
@@ -163,6 +174,7 @@ class BrowserHost:
     async def close(self) -> None:
         """Close browser then driver; each step guarded so one failure doesn't leak the other."""
         self.stopping = True  # before anything closes: episodes failing from here are not data
+        self.admission.stop()
         if self._browser is not None:
             try:
                 await self._browser.close()
@@ -182,6 +194,15 @@ class BrowserHost:
     @asynccontextmanager
     async def session(self) -> AsyncIterator[Session]:
         """A fresh, isolated browser context with one page, closed on exit."""
+        self.admission.opened()
+        try:
+            async with self._session() as session:
+                yield session
+        finally:
+            self.admission.closed()
+
+    @asynccontextmanager
+    async def _session(self) -> AsyncIterator[Session]:
         if self._browser is None or not self.connected:
             raise BrowserDied("the browser is not running")
         cfg = self.config

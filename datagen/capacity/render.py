@@ -17,9 +17,9 @@ if TYPE_CHECKING:
     from datagen.config import PipelineConfig
 
 CAVEAT = (
-    "[dim]estimates from datagen's engine model (the stand-in's, calibrated to the published "
-    "8,900 tokens/s at 100 sessions) and measured browser costs; not a measurement of your "
-    "server[/]"
+    "[dim]estimates from datagen's engine model (the stand-in's, under the calibration named "
+    "above: a published figure fitted on a WebVoyager-like workload) and measured browser "
+    "costs; not a measurement of your server[/]"
 )
 
 
@@ -55,6 +55,8 @@ def show_capacity(
     console.print(table)
     for note in cap.notes:
         console.print(f"note: {note}")
+    if cap.calibration is not None:
+        console.print(cap.calibration.line(), highlight=False, soft_wrap=True)
     console.print(CAVEAT)
 
 
@@ -76,22 +78,50 @@ def calls_table(cap: CapacityPlan) -> Table:
 
 def _engine_rows(cap: CapacityPlan) -> list[tuple[str, str]]:
     """The rows of a plan with model calls: the engine, the sessions and CPU it needs, cost."""
+    from datagen.capacity.model import short_side
+
+    assert cap.calibration is not None
+    cal = cap.calibration
     workers = f"{cap.workers_per_gpu} worker{'s' * (cap.workers_per_gpu != 1)}"
-    return [
+    budget = f"{cap.latency_budget_s:.2f} s a step" + (
+        f" (default: 2 × the {cap.unloaded_step_wait_s:.2f} s with one request in flight)"
+        if cap.budget_default
+        else ""
+    )
+    rows = [
+        ("engine model", f"calibration {cal.name} ({cal.model}; figures count {cal.tokens})"),
         (
             "engine (one GPU)",
-            f"max_num_seqs {cap.max_num_seqs}; best at {cap.engine_in_flight} requests in flight",
+            f"max_num_seqs {cap.max_num_seqs}; planned at {cap.engine_in_flight} requests in "
+            f"flight: the most throughput within the latency budget, {budget}",
         ),
         (
             "engine throughput",
-            f"{cap.engine_steps_per_s:.2f} steps/s = {cap.engine_requests_per_s:.2f} requests/s, "
-            f"{cap.engine_tokens_per_s:,.0f} tokens/s",
+            f"{cap.engine_steps_per_s:.2f} steps/s = {cap.engine_requests_per_s:.2f} requests/s; "
+            f"{cap.engine_tokens_per_s:,.0f} tokens/s prompt + answer, of which "
+            f"{cap.engine_output_tokens_per_s:,.0f} answer tokens/s",
         ),
-        ("engine latency", f"{cap.engine_latency_s:.2f} s per request at that load"),
+        (
+            "engine latency",
+            f"{cap.engine_latency_s:.2f} s per request, {cap.step_wait_s:.2f} s a step (its "
+            f"calls) at that load; {cap.unloaded_step_wait_s:.2f} s with one in flight",
+        ),
+    ]
+    if cap.point_tokens_per_s:
+        rows.append(
+            (
+                "calibration point",
+                f"{cal.agents} in flight: {cap.point_tokens_per_s:,.0f} tokens/s ({cal.tokens}); "
+                f"published {cal.tokens_per_s:,.0f}",
+            )
+        )
+    return [
+        *rows,
         (
             "sessions in flight",
-            f"{cap.sessions} (to keep the engine full: steps/s × a session's cycle)",
+            f"{cap.sessions} (to keep the engine at that point: steps/s × a session's cycle)",
         ),
+        ("pipeline's sessions", short_side(cap)),
         ("CPU", f"{cap.cores:.1f} cores = {workers} of {cap.cores_per_worker} cores per GPU"),
         (
             "browser memory",

@@ -10,6 +10,7 @@ and `sim` (the stand-in), `stages` (annotation, validation), `run` (output, clus
 output-neutral mark, `urls` and `allow` the address parsers.
 """
 
+from datagen.config.admission import AdmissionConfig
 from datagen.config.allow import AllowEntry, allow_entry_problem, parse_allow_entry
 from datagen.config.base import NEUTRAL, Section, is_neutral
 from datagen.config.browser import BrowserConfig, Viewport
@@ -43,6 +44,7 @@ from datagen.config.urls import ServerUrl, engine_url, has_userinfo, redact_url,
 __all__ = [
     "NEUTRAL",
     "STANDIN_OWNER",
+    "AdmissionConfig",
     "AllowEntry",
     "AnnotationConfig",
     "BrowserConfig",

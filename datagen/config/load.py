@@ -24,10 +24,16 @@ from datagen.loading import MAX_BYTES, FileProblem, load_yaml, read_text
 
 
 def load_pipeline(
-    path: str | Path, output: str | None = None, cluster: dict[str, Any] | None = None
+    path: str | Path,
+    output: str | None = None,
+    cluster: dict[str, Any] | None = None,
+    *,
+    unset_env_ok: bool = False,
 ) -> PipelineConfig:
     """Read and validate a pipeline file; `output` overrides `output.uri`, `cluster` keys of
-    `cluster` (the CLI's --address, --workers, --sessions), validated like the file's."""
+    `cluster` (the CLI's --address, --workers, --sessions), validated like the file's.
+    `unset_env_ok`: an unset `${VAR}` with no default reads as empty (null) instead of an error,
+    for commands that never contact the server (`datagen plan`)."""
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"pipeline file not found: {path}", fix="give the path of a .yaml file")
@@ -39,7 +45,7 @@ def load_pipeline(
         raise ConfigError(
             f"{path}: the file must be a YAML mapping (key: value), got {type(data).__name__}"
         )
-    data = expand_env(data)
+    data = expand_env(data, unset_ok=unset_env_ok)
     if "base_dir" in data:
         raise ConfigError(
             "base_dir is set by datagen, not by the file", path="base_dir", fix="remove it"
@@ -85,27 +91,30 @@ ENV_KEYS = ("url", "api_key", "endpoint_url")
 ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-def expand_env(data: Any, path: str = "") -> Any:
-    """Replace `${VAR}` / `${VAR:-default}` in `url` and `api_key` values anywhere in the file."""
+def expand_env(data: Any, path: str = "", unset_ok: bool = False) -> Any:
+    """Replace `${VAR}` / `${VAR:-default}` in `url` and `api_key` values anywhere in the file
+    (`unset_ok`: an unset variable without a default reads as empty instead of an error)."""
     if isinstance(data, dict):
         return {
-            k: _expand(v, f"{path}.{k}" if path else str(k))
+            k: _expand(v, f"{path}.{k}" if path else str(k), unset_ok)
             if k in ENV_KEYS and isinstance(v, str)
-            else expand_env(v, f"{path}.{k}" if path else str(k))
+            else expand_env(v, f"{path}.{k}" if path else str(k), unset_ok)
             for k, v in data.items()
         }
     if isinstance(data, list):
-        return [expand_env(v, f"{path}[{i}]") for i, v in enumerate(data)]
+        return [expand_env(v, f"{path}[{i}]", unset_ok) for i, v in enumerate(data)]
     return data
 
 
-def _expand(value: str, path: str) -> str | None:
+def _expand(value: str, path: str, unset_ok: bool = False) -> str | None:
     def one(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)
         if name in os.environ:
             return os.environ[name]
         if default is not None:
             return default
+        if unset_ok:
+            return ""
         raise ConfigError(
             f"environment variable {name} is not set",
             path=path,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator, model_validator
 
+from datagen.config.admission import AdmissionConfig
 from datagen.config.base import NEUTRAL, Section
 from datagen.config.scope import check_scope
 from datagen.config.urls import split_host_port
@@ -63,6 +64,10 @@ class ClusterConfig(Section):
     )
     sessions_per_worker: int = Field(
         4, ge=1, le=512, description="episodes in flight per worker", json_schema_extra=NEUTRAL
+    )
+    admission: AdmissionConfig = Field(
+        default_factory=AdmissionConfig,
+        description="fewer sessions in flight while the worker's browsers starve for CPU",
     )
     dashboard: str = Field(
         "127.0.0.1:8787",

@@ -22,7 +22,16 @@ def sim(
     host: Annotated[str, typer.Option(help="bind address (loopback by default)")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port")] = 8000,
     served_model_name: Annotated[str, typer.Option(help="model id it serves")] = "datagen-sim",
-    max_num_seqs: Annotated[int, typer.Option(help="requests running at once")] = 128,
+    calibration: Annotated[
+        str,
+        typer.Option(
+            help="engine model fit: decode (default) | holotron-12b/all-tokens | "
+            "holotron-12b/output-tokens | holo2-8b/all-tokens | holo2-8b/output-tokens"
+        ),
+    ] = "decode",
+    max_num_seqs: Annotated[
+        int | None, typer.Option(help="requests running at once (default: the calibration's)")
+    ] = None,
     max_model_len: Annotated[int, typer.Option(help="context length")] = 32768,
     speed_factor: Annotated[
         float, typer.Option(help="run this many times faster than real time")
@@ -50,15 +59,22 @@ def sim(
     from datagen.config import SimConfig
     from datagen.engine.sim import SimServer
 
-    config = SimConfig(
-        served_model_name=served_model_name, max_num_seqs=max_num_seqs, max_model_len=max_model_len,
-        speed_factor=speed_factor, limit_images=limit_images, api_key=api_key, error_rate=error_rate,
-        drop_rate=drop_rate, slow_rate=slow_rate, slow_seconds=slow_seconds, malformed_rate=malformed_rate, seed=seed,
-    )  # fmt: skip
+    given = {} if max_num_seqs is None else {"max_num_seqs": max_num_seqs}
+    try:
+        config = SimConfig.model_validate(dict(
+            calibration=calibration, served_model_name=served_model_name, max_model_len=max_model_len,
+            speed_factor=speed_factor, limit_images=limit_images, api_key=api_key, error_rate=error_rate,
+            drop_rate=drop_rate, slow_rate=slow_rate, slow_seconds=slow_seconds, malformed_rate=malformed_rate,
+            seed=seed, **given,
+        ))  # fmt: skip
+    except ValueError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
     server = SimServer(config, host=host, port=port, not_ready_s=not_ready_seconds).start()
     console.print(
-        f"datagen engine stand-in (not a model) on {server.url}  max_num_seqs={max_num_seqs} speed×{speed_factor:g}"
-    )
+        f"datagen engine stand-in (not a model) on {server.url}  max_num_seqs={config.max_num_seqs} speed×{speed_factor:g}\n"
+        f"{config.calibrated.line()}", highlight=False, soft_wrap=True,
+    )  # fmt: skip
     try:
         server.wait()
     except KeyboardInterrupt:

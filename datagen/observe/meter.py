@@ -3,6 +3,9 @@
     pipeline ─► Meter.add("steps") …   (browser loop thread)
     runtime.metrics ─► Meter.figures() (worker's event loop, at each Dask heartbeat)
 
+Gauges come from sources the worker plugin registers: the browser's memory and sessions, the
+engine's requests in flight, and the admission controller's session limit, signals and seconds
+per limit that held the sessions in flight (`browser.admission`: `bound_engine_s`, … a fixed set).
 Counters only ever grow; rates are taken over the last `window_s` seconds of readings. The set
 of figures is fixed at set-up (every reject reason has its entry from the start), because Dask's
 dashboard makes a column per figure: `runtime.metrics` exposes them as worker metrics.

@@ -107,6 +107,7 @@ def show_summary(console: Console, err_console: Console, summary: RunSummary, ta
             f"out of scope, error or blank pages, never data: {reasons} (see run.scope)"
         )
     show_shards(console, summary)
+    show_limits(console, summary)
     show_workers(console, err_console, summary)
     for shard, reason in summary.failed_shards.items():
         err_console.print(f"[red]shard {shard} failed:[/] {reason}")
@@ -149,6 +150,19 @@ def show_shards(console: Console, summary: RunSummary) -> None:
             f"started: {theirs} committed by it, {n - theirs} taken over here when it stopped; "
             f"this run ran {len(summary.results) + len(summary.failed_shards)}"
         )
+
+
+def show_limits(console: Console, summary: RunSummary) -> None:
+    """What held the sessions in flight, as shares of the workers' time (the engine, the
+    CPU-aware session limit, memory, sessions_per_worker, or no more tasks to start)."""
+    bound = {name: s for name, s in summary.bound_s.items() if s > 0}
+    total = sum(bound.values())
+    if not total:
+        return
+    shares = ", ".join(
+        f"{name} {s / total:.0%}" for name, s in sorted(bound.items(), key=lambda kv: -kv[1])
+    )
+    console.print(f"what held sessions in flight (share of worker-time): {shares}", highlight=False)
 
 
 def show_workers(console: Console, err_console: Console, summary: RunSummary) -> None:

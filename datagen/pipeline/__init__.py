@@ -4,7 +4,8 @@ worker's browser loop, tests call it directly.
     TaskSpec ─► session.goto ─► [observe ─► check ─► policy ─► validate ─► act] × steps
              ─► StepRow, GroundingRow, EpisodeRow | RejectRow ─► sink.write_shard
 
-- shard.py: a shard's episodes at once, its stats, its parts written once;
+- shard.py: a shard's episodes, its stats, its parts written once;
+- pool.py: the worker's episode slots, shared by the shards in flight on it;
 - episode.py: one episode (the `Episode` object) and its step loop;
 - course.py: the episode's scope and what page may become data;
 - failures.py: a failed episode read as its reject;
@@ -14,14 +15,17 @@ worker's browser loop, tests call it directly.
 
 from datagen.pipeline.context import ShardContext
 from datagen.pipeline.episode import Episode, run_episode
+from datagen.pipeline.pool import EpisodePool, shards_in_flight
 from datagen.pipeline.rows import EpisodeOutcome, image_width_limit
 from datagen.pipeline.shard import run_shard
 
 __all__ = [
     "Episode",
     "EpisodeOutcome",
+    "EpisodePool",
     "ShardContext",
     "image_width_limit",
     "run_episode",
     "run_shard",
+    "shards_in_flight",
 ]

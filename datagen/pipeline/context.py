@@ -10,6 +10,7 @@ from datagen.browser.host import BrowserHost
 from datagen.config import PipelineConfig
 from datagen.engine.roles import Engines
 from datagen.observe.meter import Meter
+from datagen.pipeline.pool import EpisodePool
 from datagen.sink.storage import Storage
 
 
@@ -25,3 +26,6 @@ class ShardContext:
     on_episode: Callable[[dict[str, Any]], None] = lambda event: None
     engines: Engines | None = None
     meter: Meter = field(default_factory=Meter)
+    # The worker's episode slots, shared with the other shards in flight there; None: the
+    # shard gets `sessions_per_worker` slots of its own (a shard run alone, in tests).
+    pool: EpisodePool | None = None

@@ -279,6 +279,7 @@ class Episode:
             stray = course.stray_of(session)
             if stray is None:
                 obs = await self._bounded(session.observe(), what)
+                self.ctx.host.admission.observed(obs)  # how the browsers fare: the session limit
                 stray = course.stray_of(session, obs.url)  # it may have moved on while observed
                 if stray is None:
                     course.returns = 0 if first else course.returns

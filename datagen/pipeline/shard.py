@@ -1,7 +1,10 @@
-"""One shard: its episodes (`sessions_per_worker` at once), then its parts written once.
+"""One shard: its episodes (in the worker's episode pool), then its parts written once.
 
-list[TaskSpec] × run.repeats ─► run_episode (episode.py) ─► relabel ─► tables ─► sink.write_shard
-                                                         ─► ShardResult (the shard's stats)
+list[TaskSpec] × run.repeats ─► EpisodePool.slot (pool.py) ─► run_episode (episode.py) ─► relabel
+                             ─► tables ─► sink.write_shard ─► ShardResult (the shard's stats)
+
+The pool's slots are the worker's (`sessions_per_worker`), shared with the other shards in
+flight there (`ShardContext.pool`); a shard run on its own gets a pool of its own.
 """
 
 from __future__ import annotations
@@ -14,44 +17,41 @@ from typing import Any
 from datagen.browser.failures import BrowserDied
 from datagen.pipeline.context import ShardContext
 from datagen.pipeline.episode import relabel, run_episode
+from datagen.pipeline.pool import EpisodePool
 from datagen.pipeline.rows import EpisodeOutcome
 from datagen.records import ShardResult, TaskSpec
 from datagen.sink.writer import write_shard
 
 
 async def run_shard(shard: int, tasks: list[TaskSpec], ctx: ShardContext) -> ShardResult:
-    """Run every episode of a shard (`sessions_per_worker` at once), then write its parts.
+    """Run every episode of a shard in the worker's episode pool, then write its parts.
 
     Only on a browser that lasted: if it was closed, restarted or stopped answering before
     the shard ends (a shutdown, an interrupt, a crash), the shard raises BrowserDied and is
     not committed, since its episodes may have failed for that and not for their tasks."""
     started = time.perf_counter()
     launch = ctx.host.launches
-    gate = asyncio.Semaphore(ctx.config.cluster.sessions_per_worker)
-    active = [0, 0]  # in flight now, most at once
+    pool = ctx.pool or EpisodePool(ctx.config.cluster.sessions_per_worker)
+    ticket = pool.ticket()
 
-    async def one(task: TaskSpec, repeat: int) -> EpisodeOutcome:
-        async with gate:
-            await ctx.host.admit(active[0])
-            active[0] += 1
-            active[1] = max(active)
-            try:
+    async def one(task: TaskSpec, repeat: int, index: int) -> EpisodeOutcome:
+        async with pool.slot((ticket, index)):
+            await ctx.host.admit(pool.running)
+            with pool.episode():
                 outcome = await run_episode(task, repeat, ctx)
-            finally:
-                active[0] -= 1
-        await relabel(outcome, ctx)  # outside the gate: no session is held while a model reads
+        await relabel(outcome, ctx)  # outside the slot: no session is held while a model reads
         _report(shard, outcome, ctx)
         return outcome
 
     # A TaskGroup, not gather: when one episode fails the shard (its browser died), the others
     # are cancelled and their contexts closed, instead of running on beside the shard's retry.
-    try:
-        async with asyncio.TaskGroup() as group:
-            jobs = [
-                group.create_task(one(t, r)) for t in tasks for r in range(ctx.config.run.repeats)
-            ]
-    except BaseExceptionGroup as failed:
-        raise failed.exceptions[0] from None
+    episodes = [(t, r) for t in tasks for r in range(ctx.config.run.repeats)]
+    with pool.watch() as peak:
+        try:
+            async with asyncio.TaskGroup() as group:
+                jobs = [group.create_task(one(t, r, i)) for i, (t, r) in enumerate(episodes)]
+        except BaseExceptionGroup as failed:
+            raise failed.exceptions[0] from None
     outcomes = [job.result() for job in jobs]
     if ctx.host.launches != launch or not await ctx.host.responsive():
         raise BrowserDied(f"the browser closed or stopped answering under shard {shard}")
@@ -71,7 +71,7 @@ async def run_shard(shard: int, tasks: list[TaskSpec], ctx: ShardContext) -> Sha
         solved=sum(1 for e in tables["episodes"] if e.success),
         reject_reasons=dict(Counter(r.reason for r in tables["rejects"])),
         seconds=round(time.perf_counter() - started, 3),
-        peak_sessions=active[1],
+        peak_sessions=peak.value,
         browser_memory_mb=round(ctx.host.memory_mb(max_age_s=0), 1),
         browser_episodes=ctx.host.episodes,
         tasks_with_episodes=len({e.task_id for e in tables["episodes"]}),

@@ -22,8 +22,16 @@ class ShardResult(Frozen):
     rejects: int
     solved: int
     reject_reasons: dict[str, int]
-    seconds: float
-    peak_sessions: int = Field(0, description="most episodes this shard had in flight at once")
+    seconds: float = Field(
+        description="from the shard's start on its worker to its commit, waiting for the "
+        "worker's episode slots (shared with the other shards in flight there) included"
+    )
+    peak_sessions: int = Field(
+        0,
+        description="most episodes in flight at once on the worker (this shard's and the other "
+        "shards' there) while this shard ran: the worker's pool was full when it equals "
+        "sessions_per_worker",
+    )
     browser_memory_mb: float = Field(
         0.0, description="the worker's browser memory (USS) when the shard ended"
     )

@@ -2,8 +2,9 @@
 name, with a total row only where a total means something.
 
     worker heartbeat ─► scheduler: ws.metrics["datagen"] (Meter.figures(), one dict per worker)
-    GET /datagen     ─► page(): one row per worker, the totals, rejects by reason (HTML that
-                        reloads itself every 2 s; no script, nothing fetched from elsewhere)
+    GET /datagen     ─► page(): one row per worker, the totals, what held sessions in flight,
+                        rejects by reason (HTML that reloads itself every 2 s; no script,
+                        nothing fetched from elsewhere)
 
 Dask's own Workers page shows each numeric worker metric as a column titled by its key, in
 columns too narrow for long keys, with a total row that sums every column: a sum of per-worker
@@ -23,6 +24,7 @@ from typing import Any
 from distributed import Client
 from distributed.http.utils import RequestHandler
 
+from datagen.browser.admission import BINDINGS, binding_name
 from datagen.observe.meter import REASONS
 from datagen.runtime.metrics import METRIC
 
@@ -47,13 +49,18 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "engine_in_flight": ("in flight", "sum"),
     "engine_limit": ("in-flight limit", ""),
     "engine_queued": ("queued", "sum"),
+    "session_limit": ("session limit", ""),
+    "binding": ("binds now", ""),
+    "observe_work_ms": ("observe work ms (median)", ""),
+    "loop_lag_ms": ("loop lag ms", ""),
+    "cpu_busy_pct": ("CPU busy %", ""),
 }
 
 
 def table(workers: Mapping[str, Mapping[str, float]]) -> tuple[list[str], list[list[str]]]:
     """Headers and rows (workers by name, then "total") of the figures any worker has."""
     shown = [k for k in COLUMNS if any(k in figures for figures in workers.values())]
-    rows = [[name] + [_number(figures.get(k)) for k in shown] for name, figures in workers.items()]
+    rows = [[name] + [_cell(k, figures.get(k)) for k in shown] for name, figures in workers.items()]
     total = ["total"] + [_number(_total(k, workers)) for k in shown]
     return ["worker"] + [COLUMNS[k][0] for k in shown], [*rows, total]
 
@@ -68,6 +75,26 @@ def _total(key: str, workers: Mapping[str, Mapping[str, float]]) -> float | None
         requests = sum(w for _, w in weights)
         return sum(v * w for v, w in weights if v is not None) / requests if requests else None
     return None
+
+
+def _cell(key: str, value: float | None) -> str:
+    if key == "binding" and value is not None:
+        return binding_name(value)  # a code in the figures (they are numbers): its name here
+    return _number(value)
+
+
+def binding_table(workers: Mapping[str, Mapping[str, float]]) -> tuple[list[str], list[list[str]]]:
+    """What held each worker's sessions in flight since its browser started: seconds per
+    limit, a column per worker, the total and its share (rows for limits that held at all)."""
+    names = list(workers)
+    seconds = {b: [workers[n].get(f"bound_{b}_s", 0.0) for n in names] for b in BINDINGS}
+    everything = sum(sum(v) for v in seconds.values())
+    rows = [
+        [b, *map(_number, v), _number(sum(v)), f"{sum(v) / everything:.0%}"]
+        for b, v in seconds.items()
+        if sum(v)
+    ]
+    return ["limit", *names, "total s", "share"], rows
 
 
 def reject_table(workers: Mapping[str, Mapping[str, float]]) -> tuple[list[str], list[list[str]]]:
@@ -101,7 +128,15 @@ def page(workers: Mapping[str, Mapping[str, float]]) -> str:
     """The whole HTML page."""
     headers, rows = table(workers)
     reasons = reject_table(workers)
+    bound = binding_table(workers)
     body = _html_table(headers, rows, total=True) if workers else "<p>no worker reports yet</p>"
+    if bound[1]:
+        body += (
+            "<h2>what held sessions in flight (seconds)</h2><p>engine: requests wait for an "
+            "engine slot; cpu: the session limit, lowered while the browsers starve; memory: "
+            "the browser's memory limit; sessions: sessions_per_worker; tasks: no more work to "
+            "start.</p>" + _html_table(*bound, total=False)
+        )
     if reasons[1]:
         body += "<h2>rejects by reason</h2>" + _html_table(*reasons, total=False)
     return f"""<!doctype html><html><head><meta charset="utf-8">

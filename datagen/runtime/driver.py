@@ -78,6 +78,8 @@ class RunSummary:
     seconds: float = 0.0
     dashboard: str = ""
     report: str = ""  # the run report's location, when one was written
+    # worker-seconds each limit held sessions in flight (engine, cpu, memory, sessions, tasks)
+    bound_s: dict[str, float] = field(default_factory=dict)
     workers: WorkerReport = field(default_factory=WorkerReport)  # failed, lost; shards rerun
 
 
@@ -92,7 +94,9 @@ def connect(config: ClusterConfig) -> Iterator[Client]:
         cluster = _spawn_deaf_to_ctrl_c(
             lambda: LocalCluster(
                 n_workers=config.workers,
-                threads_per_worker=1,  # one shard at a time per worker; concurrency is inside it
+                # One thread is enough: each shard task secedes once its shard is on the
+                # browser loop, and the run's resource bounds the shards in flight per worker.
+                threads_per_worker=1,
                 processes=True,
                 dashboard_address=config.dashboard,
                 silence_logs=logging.ERROR,
@@ -196,6 +200,7 @@ def _execute(
     summary.manifest = manifest = finalize(storage, plan.shard_ids, engine, busy=leases.busy())
     summary.seconds = time.perf_counter() - started
     if timeline is not None:
+        summary.bound_s = timeline.bound_seconds()
         summary.report = _report(storage, timeline, manifest, summary.seconds, config.output)
     return summary
 

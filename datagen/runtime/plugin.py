@@ -28,12 +28,14 @@ from typing import Any, TypeVar
 from distributed import WorkerPlugin
 from distributed.core import Status
 
+from datagen.browser.admission import AdmissionController
 from datagen.browser.host import BrowserHost
 from datagen.browser.launch import INSTALL_HINT
 from datagen.config import PipelineConfig
 from datagen.engine.roles import Engines
 from datagen.errors import BrowserUnavailable, DatagenError, EngineNotReady
 from datagen.observe.meter import Meter
+from datagen.pipeline import EpisodePool, shards_in_flight
 from datagen.policy import roles_for
 from datagen.runtime.metrics import register, unregister
 from datagen.source import checked_sites_root
@@ -98,6 +100,7 @@ class BrowserPlugin(WorkerPlugin):
         self.host: BrowserHost | None = None
         self.sites: SiteServer | None = None
         self.engines: Engines | None = None
+        self.pool: EpisodePool | None = None  # the episode slots all this run's shards here share
         self.meter = Meter()
 
     def setup(self, worker: Any) -> None:
@@ -127,7 +130,9 @@ class BrowserPlugin(WorkerPlugin):
         )
         self.thread.start()
         self.sites = SiteServer(root)
-        host = BrowserHost(self.config.browser, allow=[self.sites.origin])
+        cluster = self.config.cluster
+        admission = AdmissionController(cluster.admission, cluster.sessions_per_worker)
+        host = BrowserHost(self.config.browser, allow=[self.sites.origin], admission=admission)
         try:
             self.run(host.start(), timeout=120)
             if self.config.uses_engine:
@@ -139,15 +144,17 @@ class BrowserPlugin(WorkerPlugin):
             self.teardown(worker)  # leave no loop thread, server, driver or client behind
             self.host = None
             raise
+        self.pool = EpisodePool(self.config.cluster.sessions_per_worker)
         self.host = host  # only a started browser is ever exposed
         self._meter_sources()
         if worker is not None:  # None: set up outside Dask (tests)
             register(worker, self.meter)
 
     async def _advertise(self, worker: Any, names: RunNames) -> None:
-        """Offer the run's resource, one slot per thread (so it never binds before the threads
-        do): from now on the scheduler may send this worker the run's shards."""
-        await worker.set_resources(**{names.resource: float(worker.state.nthreads)})
+        """Offer the run's resource: from now on the scheduler may send this worker the run's
+        shards, as many at once as keep its episode pool full (each shard task secedes from
+        the worker's threads, so the resource binds, not the threads)."""
+        await worker.set_resources(**{names.resource: float(self.shards_at_once)})
         self.advertised = True
         if worker.status == Status.running:
             # The scheduler looks for work for a worker when it joins or resumes, not when its
@@ -156,6 +163,12 @@ class BrowserPlugin(WorkerPlugin):
             worker.status = Status.paused
             worker.status = Status.running
         worker.log_event(names.topic, {"kind": "worker", "state": "ready", **_who(worker)})
+
+    @property
+    def shards_at_once(self) -> int:
+        """The run's shards in flight on this worker: enough to keep its pool's slots full."""
+        per_shard = self.config.run.tasks_per_shard * self.config.run.repeats
+        return shards_in_flight(self.config.cluster.sessions_per_worker, per_shard)
 
     def _report_failure(self, worker: Any, exc: Exception) -> None:
         reason, fix = _why(exc)
@@ -173,9 +186,12 @@ class BrowserPlugin(WorkerPlugin):
                 "browser_memory_mb": host.memory_mb(max_age_s=5.0),
                 "browser_sessions": float(host.open_contexts),
             }
+            meter.gauges["admission"] = host.admission.figures  # session limit, what binds
         if engines is not None:
             meter.totals["engine"] = engines.counters
             meter.gauges["engine"] = engines.in_flight
+            if host is not None:  # requests wait for an engine slot: the engine binds
+                host.admission.engine_bound = lambda: engines.in_flight()["engine_queued"] > 0
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run a coroutine on the browser loop and wait for its result (from any thread)."""

@@ -2,9 +2,10 @@
 `runtime/` because its timeline samples the Dask scheduler (the figures of runtime.metrics).
 
 Timeline (driver thread) ─ every `interval_s` ─► scheduler_info()["workers"][*]["metrics"]
-run ends ─► write_report(): throughput, engine and browser-memory curves from the
-            timeline, latency histograms from the committed steps table, rejects by
-            reason ─► <output>/_report.html (bokeh, self-contained: no network needed)
+run ends ─► write_report(): throughput, engine, session-limit and browser-memory curves from
+            the timeline, what held sessions in flight, latency histograms from the
+            committed steps table, rejects by reason ─► <output>/_report.html (bokeh,
+            self-contained: no network needed)
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from bokeh.palettes import Category10_10
 from bokeh.plotting import figure
 from bokeh.resources import INLINE
 
+from datagen.browser.admission import BINDINGS
 from datagen.runtime.metrics import METRIC
 from datagen.sink.models import Manifest
 from datagen.sink.storage import Storage
@@ -97,6 +99,23 @@ class Timeline:
                 vs.append(figures[name])
         return out
 
+    def bound_seconds(self) -> dict[str, float]:
+        """Worker-seconds each limit held sessions in flight (`browser.admission.BINDINGS`),
+        summed over workers: each worker's figures count since its browser started, so its
+        latest sample has them all."""
+        out = dict.fromkeys(BINDINGS, 0.0)
+        for name in BINDINGS:
+            for _, values in self.series(f"bound_{name}_s").values():
+                out[name] += max(values, default=0.0)
+        return {name: round(seconds, 1) for name, seconds in out.items() if seconds}
+
+
+def binding_line(bound: dict[str, float]) -> str:
+    """The share of worker-time each limit held sessions in flight: "engine 61%, cpu 30%"."""
+    total = sum(bound.values())
+    shares = sorted(bound.items(), key=lambda kv: -kv[1])
+    return ", ".join(f"{name} {seconds / total:.0%}" for name, seconds in shares) if total else ""
+
 
 def _curves(timeline: Timeline, name: str, title: str, y_label: str) -> Any:
     plot = figure(title=title, x_axis_label="seconds", y_axis_label=y_label, height=260)
@@ -142,6 +161,11 @@ def write_report(
             f"{dropped.total}, {dropped.share:.1%} of all "
             f"({dropped.by_reason or 'none'}). "
             "Curves: the workers' figures as the Dask dashboard showed them (10 s windows).</p>"
+            f"<p>What held sessions in flight (share of worker-time): "
+            f"{binding_line(timeline.bound_seconds()) or 'not reported'} (engine: requests "
+            "waited for an engine slot; cpu: the session limit, lowered while the browsers "
+            "starved; memory: the browser's memory limit; sessions: sessions_per_worker; "
+            "tasks: no more work to start).</p>"
         ),
         sizing_mode="stretch_width",
     )
@@ -151,6 +175,12 @@ def write_report(
         _curves(timeline, "screenshots_per_s", "screenshots per second", "screenshots/s"),
         _curves(timeline, "browser_memory_mb", "browser memory (USS)", "MB"),
     ]
+    if timeline.series("session_limit"):
+        parts += [
+            _curves(timeline, "session_limit", "session limit (CPU-aware admission)", "sessions"),
+            _curves(timeline, "sessions_in_flight", "sessions in flight", "sessions"),
+            _curves(timeline, "observe_work_ms", "observation work (median)", "ms"),
+        ]
     if timeline.series("engine_requests_per_s"):
         parts += [
             _curves(timeline, "engine_tokens_per_s", "engine tokens per second", "tokens/s"),

@@ -25,7 +25,14 @@ def write_pipeline(folder: Path, url: str, **run: object) -> Path:
         "sources": [{"type": "sites"}],
         "policy": {"type": "vlm", "localizer": {"temperature": 0, "max_tokens": 64, "share": 0.5}},
         "engine": {"url": url, "max_in_flight": 128, "retries": 4},
-        "cluster": {"workers": 2, "sessions_per_worker": 32, "dashboard": ":0"},
+        # a static session limit: 2 cores starve 64 sessions, and the CPU-aware limit would hold
+        # fewer; what is counted here is the configured concurrency
+        "cluster": {
+            "workers": 2,
+            "sessions_per_worker": 32,
+            "dashboard": ":0",
+            "admission": {"control": "static"},
+        },
         "run": {"max_steps": 2, "tasks_per_shard": 15, "repeats": 3, **run},
         "output": {"uri": "unused"},
     }

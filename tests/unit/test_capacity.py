@@ -65,14 +65,22 @@ def test_plan_command_on_the_gpu_pipeline(monkeypatch: pytest.MonkeyPatch) -> No
 
     from datagen.cli import app
 
-    monkeypatch.setenv("DATAGEN_ENGINE_URL", "http://gpu-host:8000")
+    # the plan contacts no engine: the file's ${DATAGEN_ENGINE_URL} may be unset
+    monkeypatch.delenv("DATAGEN_ENGINE_URL", raising=False)
     monkeypatch.setenv("COLUMNS", "200")
     pipeline = Path(__file__).parents[2] / "pipelines" / "webvoyager-holotron.yaml"
-    result = CliRunner().invoke(app, ["plan", str(pipeline), "--gpu-hour-usd", "2.5"])
+    args = ["plan", str(pipeline), "--gpu-hour-usd", "2.5", "--model", "holo2-8b"]
+    result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     for words in ("engine calls per step", "sessions in flight", "of 8 cores per GPU", "GiB"):
         assert words in result.output
     assert "$2.5/GPU-hour" in result.output
+    # which calibration, which tokens, and the short side
+    assert "calibration holo2-8b/all-tokens" in result.output
+    assert "prompt + answer tokens" in result.output
+    assert "GPU side short: 128 sessions configured" in result.output
+    bad = CliRunner().invoke(app, ["plan", str(pipeline), "--calibration", "some-tokens"])
+    assert bad.exit_code == 2 and "unknown calibration" in bad.output
 
 
 @pytest.mark.browser

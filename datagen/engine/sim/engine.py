@@ -6,6 +6,10 @@ running request is preempted (back to the front of the queue, recomputed later);
 waiting requests are admitted FCFS while fewer than `max_num_seqs` run. The waiting queue is
 unbounded, as in vLLM: overload shows as queue depth and latency, never as a 429.
 The step then takes `t_fixed + a·decoding + b·prefill_tokens + c·tiles` (÷ speed_factor).
+
+The settings come from a named calibration (`SimConfig.calibration`, config/sim.py): `decode`
+by default, or a fit to a published figure on the reference workload. `datagen plan` runs this
+same class on a virtual clock (`virtual_rate`), so the plan and the stand-in are one model.
 """
 
 from __future__ import annotations
@@ -75,6 +79,7 @@ class SimEngine:
         self.completion_tokens = 0
         self.prompt_token_sum = 0
         self.busy_seconds = 0.0
+        self._children: dict[int, Any] = {}
 
     # ------------------------------------------------------------------ requests
 
@@ -158,7 +163,11 @@ class SimEngine:
             self.labelled(self.metrics.preemptions).inc()
             preempted = True
         while (
-            not preempted and self.waiting and len(self.running) < cfg.max_num_seqs and budget > 0
+            not preempted
+            and self.waiting
+            and len(self.running) < cfg.max_num_seqs
+            and budget > 0
+            and self._fits(self.waiting[0], budget)
         ):
             request = self.waiting.popleft()
             if request.scheduled_at is None:
@@ -187,6 +196,18 @@ class SimEngine:
         work.decode += 1
         work.emit.append(request)
         return budget - 1
+
+    def _fits(self, request: SimRequest, budget: int) -> bool:
+        """Does the pool hold `request`'s state and its first chunk beside what runs? vLLM's
+        scheduler leaves a request waiting when its blocks cannot be allocated, rather than
+        admitting it and preempting later (`admit_when_fits`; the `decode` fit admits and
+        preempts, as the stand-in always did). The first request always goes in."""
+        cfg = self.config
+        if not cfg.admit_when_fits or not self.running:
+            return True
+        chunk = min(request.prompt_tokens - request.prefilled, budget)
+        added = cfg.state_bytes_per_seq + chunk * cfg.kv_bytes_per_token
+        return self._memory_bytes() + added <= cfg.pool_gib * 2**30
 
     def _memory_bytes(self) -> float:
         cfg = self.config
@@ -240,7 +261,12 @@ class SimEngine:
         )
 
     def labelled(self, metric: Any) -> Any:
-        return self.metrics.labelled(metric)
+        """`metric` with the engine's labels; the child is kept, since looking it up again on
+        every token costs the engine model (`datagen plan`) a third of its time."""
+        child = self._children.get(id(metric))
+        if child is None:
+            child = self._children[id(metric)] = self.metrics.labelled(metric)
+        return child
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,474 @@
+"""End-to-end benchmarks: the whole job with real browsers, as `datagen run` runs it.
+
+Three parts, each a ratio of two things measured in the same run, printed with its conditions
+(load average before and after, busy cores, the stand-in's speed and calibration, workers ×
+sessions, tasks per shard):
+
+- `utilisation`: the vlm policy on the bundled sites against the stand-in (its own process),
+  LocalCluster of 2 workers × S sessions, with small (8) and large (64) tasks per shard.
+  Achieved engine throughput ÷ the stand-in's maximum for the same request mix (measured after,
+  in the same run, with `EngineClient` alone at full concurrency, as bench/engine_util.py
+  does), and mean requests in flight ÷ configured (workers × sessions). In flight is read from
+  the stand-in's /metrics (vllm:num_requests_running + waiting, every 0.2 s), not from datagen.
+- `naive`: datagen's episodes/s ÷ a naive loop's (`bench/e2e_naive.py`: one browser, one episode
+  after another, each step waiting for the model) on the same machine and stand-in, with the
+  gain the engine model allows (its rate at datagen's concurrency ÷ at 1) and the share of it
+  achieved.
+- `pipeline`: the explore pipeline (`pipelines/demo.yaml`) steps/s ÷ the bare browser loop of
+  bench/browser_loop.py, with where the session time goes, from the output tables.
+
+Everything datagen does goes through its CLI (`datagen run`, `datagen engine sim`) and its
+output (the tables, the shard markers, the manifest), so that changes inside the pool and the
+admission do not break the bench.
+
+    python bench/e2e.py --part utilisation --quick     # ~3 minutes on 2 cores
+    python bench/e2e.py --part naive --quick
+    python bench/e2e.py --part pipeline --quick
+    python bench/e2e.py --json out.json                # every part, full size
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make `bench` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import psutil
+import pyarrow.dataset as ds
+import yaml
+
+from bench import browser_loop
+from bench.e2e_engine import (
+    PREFERRED,
+    Sampler,
+    StandIn,
+    client_alone_max,
+    describe,
+    mix_of,
+    model_gain,
+    named_calibrations,
+)
+from bench.e2e_naive import run_naive
+from datagen.browser.launch import find_executable
+from datagen.engine.sim.engine import Shape
+from datagen.source.readers import BUNDLED_SITES, list_sites, read_sites
+from datagen.source.serve import SiteServer
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO = REPO / "pipelines" / "demo.yaml"
+Row = dict[str, Any]
+
+
+# ----------------------------------------------------------------------- conditions
+
+
+class Conditions:
+    """Load average before and after, and the machine's busy cores over the span."""
+
+    def __init__(self) -> None:
+        self.load_before = os.getloadavg()
+        self.busy0, self.t0 = busy_seconds(), time.monotonic()
+
+    def end(self) -> dict[str, Any]:
+        span = time.monotonic() - self.t0
+        return {
+            "load_before": [round(x, 2) for x in self.load_before],
+            "load_after": [round(x, 2) for x in os.getloadavg()],
+            "busy_cores": round((busy_seconds() - self.busy0) / span, 2) if span else 0.0,
+            "cpus": os.cpu_count(),
+        }
+
+
+def busy_seconds() -> float:
+    t = psutil.cpu_times()
+    return float(t.user + t.nice + t.system + t.irq + t.softirq + getattr(t, "steal", 0.0))
+
+
+def conditions_line(c: dict[str, Any]) -> str:
+    def load(v: list[float]) -> str:
+        return "/".join(f"{x:.2f}" for x in v)
+
+    return (
+        f"load average {load(c['load_before'])} before, {load(c['load_after'])} after; "
+        f"{c['busy_cores']:.2f} of {c['cpus']} cores busy"
+    )
+
+
+# ----------------------------------------------------------------------- datagen run
+
+
+@dataclass
+class Run:
+    """One `datagen run`: its exit code, the shard phase (browsers up → last marker) and what it
+    committed."""
+
+    code: int
+    wall_s: float
+    startup_s: float
+    phase_s: float
+    steps: int
+    ended: int  # tasks × repeats ended (episode rows + task/episode rejects)
+    episodes: int
+    shards: int
+    shard_seconds: float
+    busy_cores: float
+
+
+def run_datagen(pipeline: Path, out: Path, timeout_s: float = 1200) -> Run:
+    """`datagen run` as a subprocess; its "Dask dashboard" line marks the browsers up."""
+    began = time.time()
+    cmd = [sys.executable, "-m", "datagen", "run", str(pipeline), "--output", str(out)]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "COLUMNS": "200", "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    started: float | None = None
+    busy0 = 0.0
+    tail: list[str] = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        tail = [*tail, line][-20:]
+        if started is None and "Dask dashboard" in line:
+            started, busy0 = time.time(), busy_seconds()
+    code = proc.wait(timeout_s)
+    ended_at = time.time()
+    markers = [json.loads(p.read_text()) for p in (out / "_markers").glob("*.json")]
+    if code != 0 or not markers:
+        print("".join(tail), file=sys.stderr)
+    last = max((m["written_at"] for m in markers), default=ended_at)
+    if started is None:  # no dashboard line: the first shard's start instead
+        started = min((m["written_at"] - m["stats"]["seconds"] for m in markers), default=began)
+    stats = [m["stats"] for m in markers]
+    rejects = table(out, "rejects", ["stage"])
+    phase = max(1e-6, last - started)
+    return Run(
+        code=code, wall_s=round(ended_at - began, 2), startup_s=round(started - began, 2),
+        phase_s=round(phase, 2), steps=sum(s["steps"] for s in stats),
+        ended=sum(s["episodes"] for s in stats) + sum(r["stage"] in ("task", "episode") for r in rejects),
+        episodes=sum(s["episodes"] for s in stats), shards=len(stats),
+        shard_seconds=round(sum(s["seconds"] for s in stats), 2),
+        busy_cores=round((busy_seconds() - busy0) / (ended_at - started), 2) if busy0 else 0.0,
+    )  # fmt: skip
+
+
+def table(out: Path, name: str, columns: list[str]) -> list[Row]:
+    """Committed rows of one output table (the columns asked for)."""
+    folder = out / name
+    if not folder.exists() or not any(folder.glob("*.parquet")):
+        return []
+    rows: list[Row] = ds.dataset(folder, format="parquet").to_table(columns=columns).to_pylist()
+    return rows
+
+
+def write_tasks(folder: Path, n: int) -> Path:
+    """`n` tasks: the bundled sites' tasks in turn, each copy with its own id."""
+    base = read_sites(BUNDLED_SITES)
+    path = folder / "tasks.jsonl"
+    with path.open("w") as fh:
+        for i in range(n):
+            t = base[i % len(base)]
+            task: dict[str, Any] = {
+                "id": f"{t.id}-{i}",
+                "start_url": t.start_url,
+                "instruction": t.instruction,
+            }
+            if t.check is not None:
+                task["check"] = t.check.model_dump(exclude_none=True)
+            fh.write(json.dumps(task) + "\n")
+    return path
+
+
+def vlm_pipeline(folder: Path, url: str, a: argparse.Namespace, per_shard: int) -> Path:
+    """The vlm policy (its defaults: localizer on, no judge) on `a.tasks` bundled-site tasks;
+    no grounding rows, so the model work per step is what the naive loop does too."""
+    spec = {
+        "name": f"e2e-{per_shard}",
+        "sources": [{"type": "jsonl", "path": str(write_tasks(folder, a.tasks))}],
+        "policy": {"type": "vlm"},
+        "annotation": {"grounding": False},
+        "engine": {"url": url, "max_in_flight": 4 * a.workers * a.sessions},
+        "cluster": {
+            "workers": a.workers,
+            "sessions_per_worker": a.sessions,
+            "dashboard": "127.0.0.1:0",
+        },
+        "run": {"max_steps": a.max_steps, "tasks_per_shard": per_shard, "repeats": 1},
+        "output": {"uri": "unused"},
+    }
+    path = folder / f"vlm-{per_shard}.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def engine_setting(a: argparse.Namespace) -> str:
+    return (
+        f"stand-in speed ×{a.speed:g}, {describe(a.calibration)}, max_num_seqs "
+        f"{a.workers * a.sessions}; {a.workers} workers × {a.sessions} sessions, "
+        f"{a.tasks} tasks × max_steps {a.max_steps}"
+    )
+
+
+# ----------------------------------------------------------------------- part 1
+
+
+def part_utilisation(a: argparse.Namespace) -> dict[str, Any]:
+    capacity = a.workers * a.sessions
+    runs: list[dict[str, Any]] = []
+    indices: list[int] = []
+    localized = 0
+    cond = Conditions()
+    with StandIn(capacity, a.speed, a.calibration, a.sim_arg) as sim, tempfile.TemporaryDirectory() as tmp:  # fmt: skip
+        for per_shard in a.per_shard:
+            folder = Path(tmp) / f"s{per_shard}"
+            folder.mkdir()
+            with Sampler(sim.url) as sampler:
+                run = run_datagen(vlm_pipeline(folder, sim.url, a, per_shard), folder / "out")
+            span, flight, rps, done = sampler.window()
+            steps = table(
+                folder / "out", "steps", ["step_index", "engine_roles", "engine_latency_ms"]
+            )
+            indices += [s["step_index"] for s in steps]
+            localized += sum("localizer" in (s["engine_roles"] or "") for s in steps)
+            # the most in flight can be: the share of the episodes' time spent waiting for the
+            # model (datagen's own rows; the rest is browser work with nothing at the engine)
+            waited = sum(s["engine_latency_ms"] or 0.0 for s in steps) / 1000
+            lived = sum(e["duration_s"] for e in table(folder / "out", "episodes", ["duration_s"]))
+            runs.append({"tasks_per_shard": per_shard, "run": asdict(run), "window_s": round(span, 2),
+                         "mean_in_flight": round(flight, 2), "achieved_rps": round(rps, 3), "completed": done,
+                         "model_share": round(waited / lived, 3) if lived else 0.0})  # fmt: skip
+        maximum = client_alone_max(sim.url, mix_of(indices, localized), capacity, a.max_seconds)
+        modelled, _ = model_gain(sim.config(), maximum.shapes, capacity)
+    for r in runs:
+        r["utilisation"] = round(r["achieved_rps"] / maximum.rps, 3) if maximum.rps else 0.0
+        r["in_flight_ratio"] = round(r["mean_in_flight"] / capacity, 3)
+    result = {"setting": engine_setting(a), "capacity": capacity, "runs": runs,
+              "maximum": asdict(maximum), "model_rps": round(modelled, 3), "conditions": cond.end()}  # fmt: skip
+    print(f"utilisation: {engine_setting(a)}")
+    print(
+        f"  maximum (EngineClient alone, {maximum.sessions} sessions, {maximum.seconds:g} s): "
+        f"{maximum.rps:.2f} req/s (engine model: {modelled:.2f}); P {maximum.prompt_tokens:.0f}, "
+        f"O {maximum.completion_tokens:.0f} tokens a request, errors {maximum.errors}"
+    )
+    for r in runs:
+        run = r["run"]
+        print(
+            f"  tasks/shard {r['tasks_per_shard']:3d}: {r['achieved_rps']:.2f} req/s over "
+            f"{r['window_s']:.1f} s ({r['completed']} requests) = utilisation {r['utilisation']:.3f}; "
+            f"in flight {r['mean_in_flight']:.1f} of {capacity} = {r['in_flight_ratio']:.3f} "
+            f"(episodes' time waiting for the model: {r['model_share']:.3f}); "
+            f"{run['steps']} steps, {run['ended']} episodes ended, {run['shards']} shards, "
+            f"{run['busy_cores']:.2f} cores busy, exit {run['code']}"
+        )
+    print(f"  {conditions_line(result['conditions'])}")
+    return result
+
+
+# ----------------------------------------------------------------------- part 2
+
+
+def part_naive(a: argparse.Namespace) -> dict[str, Any]:
+    capacity = a.workers * a.sessions
+    cond = Conditions()
+    with StandIn(capacity, a.speed, a.calibration, a.sim_arg) as sim, tempfile.TemporaryDirectory() as tmp:  # fmt: skip
+        folder = Path(tmp)
+        run = run_datagen(vlm_pipeline(folder, sim.url, a, max(a.per_shard)), folder / "out")
+        with SiteServer(BUNDLED_SITES) as server:
+            tasks = [(t, server.resolve(t.start_url)) for t in read_sites(BUNDLED_SITES)]
+            naive_cond = Conditions()
+            naive = asyncio.run(run_naive(sim.url, tasks, a.max_steps, a.naive_seconds))
+            naive_busy = naive_cond.end()["busy_cores"]
+        shapes = [
+            Shape(round(sum(p for p, _ in u) / len(u)), max(1, round(sum(o for _, o in u) / len(u))),
+                  weight=float(len(u)))
+            for u in naive.usage.values() if u
+        ]  # fmt: skip
+        many, one = model_gain(sim.config(), shapes, capacity)
+    ours_eps, ours_steps = run.ended / run.phase_s, run.steps / run.phase_s
+    naive_eps, naive_steps = naive.episodes / naive.seconds, naive.steps / naive.seconds
+    ideal = many / one
+    ratio = ours_eps / naive_eps if naive_eps else 0.0
+    result = {
+        "setting": engine_setting(a), "run": asdict(run), "naive": asdict(naive) | {"usage": {k: len(v) for k, v in naive.usage.items()}},
+        "ratio_episodes": round(ratio, 3), "ratio_steps": round(ours_steps / naive_steps, 3) if naive_steps else 0.0,
+        "ideal_gain": round(ideal, 2), "share_of_ideal": round(ratio / ideal, 3),
+        "naive_busy_cores": naive_busy, "conditions": cond.end(),
+    }  # fmt: skip
+    print(f"naive: {engine_setting(a)}")
+    print(
+        f"  datagen: {run.ended} episodes, {run.steps} steps in {run.phase_s:.1f} s = "
+        f"{ours_eps:.3f} episodes/s, {ours_steps:.2f} steps/s ({run.busy_cores:.2f} cores busy)"
+    )
+    print(
+        f"  naive:   {naive.episodes} episodes, {naive.steps} steps in {naive.seconds:.1f} s = "
+        f"{naive_eps:.3f} episodes/s, {naive_steps:.2f} steps/s, {naive.engine_s / naive.seconds:.0%} "
+        f"of its time waiting for the model, errors {naive.errors} ({naive_busy:.2f} cores busy)"
+    )
+    print(
+        f"  ratio episodes/s {ratio:.2f} (steps/s {result['ratio_steps']:.2f}); engine model "
+        f"{many:.2f} req/s at {capacity} in flight ÷ {one:.3f} at 1 = ideal gain {ideal:.1f}; "
+        f"achieved {ratio / ideal:.2f} of it"
+    )
+    print(f"  {conditions_line(result['conditions'])}")
+    return result
+
+
+# ----------------------------------------------------------------------- part 3
+
+
+# Where the sessions' time goes: measured from the rows, or (last two) by difference.
+PARTS_OF_TIME = {
+    "settle": "measured: observations waiting for a quiet page (steps.settle_ms)",
+    "observe": "measured: element scan + screenshot + stability check (observe_ms − settle_ms)",
+    "sleep": "configured: the sleep after each action (browser.settle_ms × actions)",
+    "act": "measured: click/type and wait for load (act_ms − that sleep)",
+    "rest": "remainder in episodes: context, start page, final observation, checks, policy, "
+    "grounding, rows (duration_s − the above)",
+    "idle": "remainder of the slots: shard tails, Parquet writes, scheduling, admission "
+    "(workers × sessions × phase − duration_s)",
+}
+
+
+def breakdown(out: Path, run: Run) -> dict[str, float]:
+    """Where the sessions' time went, in session-seconds (PARTS_OF_TIME), and `slots`: every
+    session of every worker over the shard phase."""
+    manifest = json.loads((out / "_manifest.json").read_text())["pipeline"]
+    workers, sessions = manifest["cluster"]["workers"], manifest["cluster"]["sessions_per_worker"]
+    steps = table(out, "steps", ["observe_ms", "settle_ms", "act_ms", "action_type"])
+    episodes = table(out, "episodes", ["duration_s"])
+    settle = sum(s["settle_ms"] or 0.0 for s in steps) / 1000
+    observe = sum(s["observe_ms"] for s in steps) / 1000 - settle
+    act = sum(s["act_ms"] for s in steps) / 1000
+    sleep = manifest["browser"]["settle_ms"] / 1000 * sum(s["action_type"] != "done" for s in steps)
+    lived = sum(e["duration_s"] for e in episodes)
+    slots = workers * sessions * run.phase_s
+    return {
+        "slots": slots, "settle": settle, "observe": observe, "sleep": sleep, "act": act - sleep,
+        "rest": lived - settle - observe - act, "idle": slots - lived,
+    }  # fmt: skip
+
+
+async def bare_round(
+    sessions: int, episodes: int, steps: int, index: int
+) -> browser_loop.RoundResult:
+    """One round of bench/browser_loop.py's bare Playwright loop (its own browser)."""
+    config = browser_loop.bench_config(find_executable(None, None))
+    sites = list_sites(BUNDLED_SITES)
+    with SiteServer(BUNDLED_SITES) as server:
+        side = browser_loop.BareSide(config)
+        try:
+            await side.start()
+            jobs = browser_loop.make_jobs(server, sites, episodes, 0)
+            await browser_loop.run_jobs(
+                side, jobs[: len(sites)], browser_loop.WARMUP_STEPS, sessions
+            )
+            return await browser_loop.run_round(side, index, jobs, steps, sessions)
+        finally:
+            await side.close()
+
+
+def part_pipeline(a: argparse.Namespace) -> dict[str, Any]:
+    demo = yaml.safe_load(DEMO.read_text())
+    sessions = demo["cluster"]["workers"] * demo["cluster"]["sessions_per_worker"]
+    cond = Conditions()
+    rounds: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        demo["cluster"]["dashboard"] = "127.0.0.1:0"  # a free port: 8787 may be taken
+        pipeline = Path(tmp) / "demo.yaml"
+        pipeline.write_text(yaml.safe_dump(demo))
+        for i in range(a.rounds):
+            out = Path(tmp) / f"demo-{i}"
+            run = run_datagen(pipeline, out)
+            parts = breakdown(out, run)
+            bare = asyncio.run(bare_round(sessions, a.bare_episodes, demo["run"]["max_steps"], i))
+            rounds.append({"run": asdict(run), "breakdown": parts, "bare_steps_per_s": bare.steps_per_s,
+                           "bare_steps": bare.steps, "bare_others_cores": round(bare.others_cores, 2),
+                           "ratio": round(run.steps / run.phase_s / bare.steps_per_s, 3)})  # fmt: skip
+    ours = sum(r["run"]["steps"] for r in rounds) / sum(r["run"]["phase_s"] for r in rounds)
+    bare_rate = sum(r["bare_steps"] for r in rounds) / sum(r["bare_steps"] / r["bare_steps_per_s"] for r in rounds)  # fmt: skip
+    result = {"rounds": rounds, "ratio": round(ours / bare_rate, 3), "conditions": cond.end(),
+              "setting": f"pipelines/demo.yaml; bare loop {sessions} sessions on one browser, settle_ms 0"}  # fmt: skip
+    print(f"pipeline: {result['setting']}")
+    for i, r in enumerate(rounds):
+        run = r["run"]
+        print(
+            f"  round {i}: pipeline {run['steps']} steps in {run['phase_s']:.1f} s = "
+            f"{run['steps'] / run['phase_s']:.2f} steps/s (start-up {run['startup_s']:.1f} s, "
+            f"{run['busy_cores']:.2f} cores busy); bare {r['bare_steps']} steps = "
+            f"{r['bare_steps_per_s']:.2f} steps/s (others {r['bare_others_cores']:.2f} cores); ratio {r['ratio']:.2f}"
+        )
+        parts, steps = r["breakdown"], run["steps"]
+        slots = parts["slots"]
+        print(f"    session time: {slots:.1f} session-s = {1000 * slots / steps:.0f} ms per step")
+        for key, what in PARTS_OF_TIME.items():
+            seconds = parts[key]
+            print(
+                f"    {seconds / slots:6.1%} {1000 * seconds / steps:6.0f} ms/step  {key:8} {what}"
+            )
+    print(f"  ratio steps/s (pipeline ÷ bare): {result['ratio']:.2f}")
+    print(f"  {conditions_line(result['conditions'])}")
+    return result
+
+
+# ----------------------------------------------------------------------- main
+
+PARTS = {"utilisation": part_utilisation, "naive": part_naive, "pipeline": part_pipeline}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p.add_argument("--part", choices=list(PARTS), nargs="*", default=list(PARTS))
+    p.add_argument(
+        "--quick", action="store_true", help="small sizes: ~2-3 minutes a part on 2 cores"
+    )
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--sessions", type=int, help="sessions per worker (quick 16, full 32)")
+    p.add_argument("--tasks", type=int, help="tasks of the vlm runs (quick 128, full 256)")
+    p.add_argument("--max-steps", type=int, help="steps per vlm episode (quick 2, full 3)")
+    p.add_argument("--per-shard", type=int, nargs="*", default=[8, 64], help="tasks per shard, small and large")  # fmt: skip
+    p.add_argument("--speed", type=float, default=10.0, help="stand-in speed factor (default 10)")
+    p.add_argument(
+        "--calibration",
+        default="auto",
+        help="linear | standin (applied by the bench) | a name the stand-in knows (`datagen engine "
+        f"sim --calibration`); auto: {PREFERRED} if the stand-in has it, else linear",
+    )
+    p.add_argument("--sim-arg", action="append", default=[], help="extra `datagen engine sim` argument (repeat)")  # fmt: skip
+    p.add_argument("--max-seconds", type=float, help="client-alone maximum run (quick 15, full 30)")
+    p.add_argument("--naive-seconds", type=float, help="naive loop's run (quick 60, full 180)")
+    p.add_argument("--rounds", type=int, help="pipeline part: rounds of (pipeline, bare) (quick 1, full 2)")  # fmt: skip
+    p.add_argument("--bare-episodes", type=int, default=4, help="bare loop: episodes per site")
+    p.add_argument("--json", type=Path, help="write results here")
+    a = p.parse_args(argv)
+    quick = {"sessions": 16, "tasks": 128, "max_steps": 2, "max_seconds": 15, "naive_seconds": 60, "rounds": 1}  # fmt: skip
+    full = {"sessions": 32, "tasks": 256, "max_steps": 3, "max_seconds": 30, "naive_seconds": 180, "rounds": 2}  # fmt: skip
+    for key, value in (quick if a.quick else full).items():
+        if getattr(a, key) is None:
+            setattr(a, key, value)
+    if a.calibration == "auto" and set(a.part) & {"utilisation", "naive"}:
+        a.calibration = PREFERRED if named_calibrations() else "linear"
+    return a
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse_args(argv)
+    results = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "quick": a.quick}
+    for name in a.part:
+        results[name] = PARTS[name](a)
+    if a.json:
+        a.json.write_text(json.dumps(results, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
