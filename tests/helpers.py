@@ -23,7 +23,7 @@ import subprocess
 import sys
 import threading
 from collections import Counter
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
@@ -34,6 +34,7 @@ import yaml
 from PIL import Image
 
 from datagen.config import PipelineConfig, parse_pipeline
+from datagen.records import Element, Observation
 
 if TYPE_CHECKING:
     from datagen.browser.host import BrowserHost
@@ -286,3 +287,34 @@ def dockerfile() -> list[tuple[str, str]]:
         pending = ""
     assert not pending, "the last instruction ends with a continuation"
     return out
+
+
+def observation(
+    elements: Iterable[Element] = (),
+    *,
+    viewport: tuple[int, int] = (800, 600),
+    scale: float = 1.0,
+    url: str = "http://127.0.0.1/",
+    title: str = "t",
+    screenshot: bytes = b"",
+    image_format: str = "jpeg",
+    observe_ms: float = 0.0,
+    settle_ms: float = 0.0,
+) -> Observation:
+    """An observation of `elements` on a page of `viewport` CSS px at device scale `scale`
+    (its screenshot is viewport × scale px), for tests of what reads observations."""
+    width, height = viewport
+    return Observation(
+        url=url,
+        title=title,
+        screenshot=screenshot,
+        image_format=image_format,
+        image_width=int(width * scale),
+        image_height=int(height * scale),
+        viewport_width=width,
+        viewport_height=height,
+        device_scale_factor=scale,
+        elements=tuple(elements),
+        observe_ms=observe_ms,
+        settle_ms=settle_ms,
+    )

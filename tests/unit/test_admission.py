@@ -17,6 +17,7 @@ from datagen.browser.admission import (
 )
 from datagen.config import AdmissionConfig
 from datagen.records import Observation
+from tests.helpers import observation as make_observation
 
 CALM = Signals(observe_ms=100.0, loop_lag_ms=5.0, cpu_busy=0.5)
 
@@ -154,17 +155,10 @@ def test_seconds_are_counted_per_binding_limit_and_shown_as_fixed_figures() -> N
 
 
 def observation(observe_ms: float, settle_ms: float) -> Observation:
-    return Observation(
+    return make_observation(
+        viewport=(1280, 800),
         url="http://example.com/",
         title="",
-        screenshot=b"",
-        image_format="jpeg",
-        image_width=1280,
-        image_height=800,
-        viewport_width=1280,
-        viewport_height=800,
-        device_scale_factor=1.0,
-        elements=(),
         observe_ms=observe_ms,
         settle_ms=settle_ms,
     )

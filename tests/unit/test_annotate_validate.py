@@ -7,6 +7,7 @@ from datagen.annotate.grounding import expressions
 from datagen.config import ValidationConfig
 from datagen.records import Click, Element, GroundingRow, Observation, RejectReason
 from datagen.validate import check_grounding, check_step
+from tests.helpers import observation
 
 
 def el(**kw: object) -> Element:
@@ -29,18 +30,8 @@ def jpeg(w: int, h: int) -> bytes:
 
 
 def obs(elements: list[Element], scale: float = 2.0, shot: bytes | None = None) -> Observation:
-    return Observation(
-        url="u",
-        title="t",
-        screenshot=shot if shot is not None else jpeg(int(400 * scale), int(300 * scale)),
-        image_format="jpeg",
-        image_width=int(400 * scale),
-        image_height=int(300 * scale),
-        viewport_width=400,
-        viewport_height=300,
-        device_scale_factor=scale,
-        elements=tuple(elements),
-    )
+    screenshot = shot if shot is not None else jpeg(int(400 * scale), int(300 * scale))
+    return observation(elements, viewport=(400, 300), scale=scale, url="u", screenshot=screenshot)
 
 
 def rows_for(elements: list[Element], limit: int) -> list[GroundingRow]:

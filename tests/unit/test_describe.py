@@ -30,6 +30,7 @@ from datagen.records import (
     Wait,
 )
 from tests.fakes import FakeEngine
+from tests.helpers import observation
 
 
 def el(index: int = 0, x: float = 10, y: float = 20, **kw: object) -> Element:
@@ -46,18 +47,7 @@ def el(index: int = 0, x: float = 10, y: float = 20, **kw: object) -> Element:
 
 
 def obs(*elements: Element, scale: float = 1.0) -> Observation:
-    return Observation(
-        url="http://127.0.0.1/",
-        title="t",
-        screenshot=b"",
-        image_format="jpeg",
-        image_width=int(800 * scale),
-        image_height=int(600 * scale),
-        viewport_width=800,
-        viewport_height=600,
-        device_scale_factor=scale,
-        elements=tuple(elements),
-    )
+    return observation(elements, scale=scale)
 
 
 def said(action: Action, target: Element | None = None, *others: Element) -> str:

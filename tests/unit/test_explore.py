@@ -3,6 +3,7 @@ import asyncio
 from datagen.config import ExplorePolicyConfig
 from datagen.policy import Policy, make_policy
 from datagen.records import Click, Decision, Element, Key, Observation, TaskSpec, TypeText
+from tests.helpers import observation as make_observation
 
 TASK = TaskSpec(id="t", start_url="http://127.0.0.1/", instruction="x")
 
@@ -23,18 +24,7 @@ def element(index: int, role: str = "button", hit: bool = True, **kw: object) ->
 
 
 def observation(elements: list[Element], scale: float = 1.0) -> Observation:
-    return Observation(
-        url="http://127.0.0.1/page",
-        title="t",
-        screenshot=b"",
-        image_format="jpeg",
-        image_width=int(800 * scale),
-        image_height=int(600 * scale),
-        viewport_width=800,
-        viewport_height=600,
-        device_scale_factor=scale,
-        elements=tuple(elements),
-    )
+    return make_observation(elements, scale=scale, url="http://127.0.0.1/page")
 
 
 def decide_all(policy: Policy, obs: Observation, n: int) -> list[Decision]:

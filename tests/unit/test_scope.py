@@ -18,6 +18,7 @@ from datagen.policy import make_policy
 from datagen.policy.explore import Explorer
 from datagen.records import Back, Click, Element, Goto, Observation, RejectReason, Scroll, TaskSpec
 from datagen.scope import Scope, page_problem, same_document, site_of
+from tests.helpers import observation
 
 
 @pytest.mark.parametrize(
@@ -187,18 +188,7 @@ def link(index: int, href: str, **kw: object) -> Element:
 
 
 def observe(elements: list[Element], url: str = START + "app") -> Observation:
-    return Observation(
-        url=url,
-        title="t",
-        screenshot=b"",
-        image_format="jpeg",
-        image_width=800,
-        image_height=600,
-        viewport_width=800,
-        viewport_height=600,
-        device_scale_factor=1.0,
-        elements=tuple(elements),
-    )
+    return observation(elements, url=url)
 
 
 def explorer(seed: int = 0) -> Explorer:
