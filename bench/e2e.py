@@ -123,6 +123,7 @@ class Run:
     shards: int
     shard_seconds: float
     busy_cores: float
+    held_by: str = ""  # the run summary's "what held sessions in flight" line (which limit binds)
 
 
 def run_datagen(pipeline: Path, out: Path, timeout_s: float = 1200) -> Run:
@@ -137,8 +138,11 @@ def run_datagen(pipeline: Path, out: Path, timeout_s: float = 1200) -> Run:
     busy0 = 0.0
     tail: list[str] = []
     assert proc.stdout is not None
+    held_by = ""
     for line in proc.stdout:
         tail = [*tail, line][-20:]
+        if "what held sessions" in line:
+            held_by = " ".join(line.split())
         if started is None and "Dask dashboard" in line:
             started, busy0 = time.time(), busy_seconds()
     code = proc.wait(timeout_s)
@@ -159,6 +163,7 @@ def run_datagen(pipeline: Path, out: Path, timeout_s: float = 1200) -> Run:
         episodes=sum(s["episodes"] for s in stats), shards=len(stats),
         shard_seconds=round(sum(s["seconds"] for s in stats), 2),
         busy_cores=round((busy_seconds() - busy0) / (ended_at - started), 2) if busy0 else 0.0,
+        held_by=held_by,
     )  # fmt: skip
 
 
@@ -202,6 +207,7 @@ def vlm_pipeline(folder: Path, url: str, a: argparse.Namespace, per_shard: int) 
             "workers": a.workers,
             "sessions_per_worker": a.sessions,
             "dashboard": "127.0.0.1:0",
+            "admission": {"control": a.admission},
         },
         "run": {"max_steps": a.max_steps, "tasks_per_shard": per_shard, "repeats": 1},
         "output": {"uri": "unused"},
@@ -270,6 +276,7 @@ def part_utilisation(a: argparse.Namespace) -> dict[str, Any]:
             f"{run['steps']} steps, {run['ended']} episodes ended, {run['shards']} shards, "
             f"{run['busy_cores']:.2f} cores busy, exit {run['code']}"
         )
+        print(f"    admission {a.admission}; {run['held_by'] or 'no binding-limit line printed'}")
     print(f"  {conditions_line(result['conditions'])}")
     return result
 
@@ -448,6 +455,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--naive-seconds", type=float, help="naive loop's run (quick 60, full 180)")
     p.add_argument("--rounds", type=int, help="pipeline part: rounds of (pipeline, bare) (quick 1, full 2)")  # fmt: skip
     p.add_argument("--bare-episodes", type=int, default=4, help="bare loop: episodes per site")
+    p.add_argument(
+        "--admission", choices=["adaptive", "static"], default="adaptive",
+        help="cluster.admission.control of the vlm runs (static: sessions_per_worker always)",
+    )  # fmt: skip
     p.add_argument("--json", type=Path, help="write results here")
     a = p.parse_args(argv)
     quick = {"sessions": 16, "tasks": 128, "max_steps": 2, "max_seconds": 15, "naive_seconds": 60, "rounds": 1}  # fmt: skip
