@@ -41,7 +41,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from datagen.annotate.grounding import ROLE_NOUNS, SVG_TAGS, TAG_NOUNS, ordinal_word, reading_order
+from datagen.annotate.grounding import ROLE_NOUNS, noun, ordinal_word, reading_order
 from datagen.records import (
     Back,
     Click,
@@ -113,15 +113,6 @@ def quote(text: str) -> str:
     return f'"{flat}"'
 
 
-def noun(element: Element) -> str:
-    """What the element is called: by its role, else its tag (`graphic` for SVG shapes)."""
-    if element.role in NOUNS:
-        return NOUNS[element.role]
-    if element.tag in SVG_TAGS:
-        return "graphic"
-    return TAG_NOUNS.get(element.tag, "element")
-
-
 def label(element: Element) -> str:
     """The words naming the element, quoted (an SVG shape's colour unquoted); "" for none."""
     if element.name and element.name_source == "appearance":
@@ -132,7 +123,7 @@ def label(element: Element) -> str:
 
 def _phrase(obs: Observation, target: Element, point: tuple[float, float] | None = None) -> str:
     """`the second "Submit" button`, `the "Email" field`, `the button at (412, 230)`."""
-    what, words = noun(target), label(target)
+    what, words = noun(target, NOUNS), label(target)
     if not words:
         if point is None:
             scale = obs.device_scale_factor
@@ -145,7 +136,7 @@ def _phrase(obs: Observation, target: Element, point: tuple[float, float] | None
 def _place(elements: Sequence[Element], target: Element, what: str, words: str) -> int:
     """The target's place in reading order among the elements that read the same; 0 when
     none does (or the target is not among the observation's elements)."""
-    same = [e for e in elements if noun(e) == what and label(e).lower() == words.lower()]
+    same = [e for e in elements if noun(e, NOUNS) == what and label(e).lower() == words.lower()]
     if len(same) < 2:
         return 0
     ranked = reading_order(same)

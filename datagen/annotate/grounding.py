@@ -97,9 +97,11 @@ class Expression:
         return " ".join(words)
 
 
-def _noun(element: Element) -> str:
-    if element.role in ROLE_NOUNS:
-        return ROLE_NOUNS[element.role]
+def noun(element: Element, nouns: dict[str, str] = ROLE_NOUNS) -> str:
+    """What the element is called: by its role (in `nouns`), else its tag (`graphic` for SVG
+    shapes)."""
+    if element.role in nouns:
+        return nouns[element.role]
     if element.tag in SVG_TAGS:
         return "graphic"
     return TAG_NOUNS.get(element.tag, "element")
@@ -109,23 +111,23 @@ def base_expression(element: Element) -> Expression | None:
     """How a person would point at the element from its own words alone; None if it has none.
     Built only from what the screenshot shows (never ids, classes or a checkbox's `value`), or,
     for an unlabeled field, its `name` attribute (kind `field-name`, filterable)."""
-    noun = _noun(element)
+    what = noun(element)
     state = ""
     if element.checked is not None:
         state = "checked" if element.checked else "unchecked"
     source = element.name_source or "content"
     if element.name and source == "appearance":  # an unnamed shape, by its colour
-        return Expression(noun, state=element.name, kind="appearance")
+        return Expression(what, state=element.name, kind="appearance")
     if element.name and source != "field-name":
-        return Expression(noun, label=element.name, state=state, kind=KIND_BY_SOURCE[source])
+        return Expression(what, label=element.name, state=state, kind=KIND_BY_SOURCE[source])
     if element.placeholder:
-        return Expression(noun, placeholder=element.placeholder, kind="placeholder")
+        return Expression(what, placeholder=element.placeholder, kind="placeholder")
     if element.name:
-        return Expression(noun, field_name=element.name, kind="field-name")
+        return Expression(what, field_name=element.name, kind="field-name")
     if element.text and element.editable:  # a filled field with nothing else: its content
-        return Expression(noun, label=element.text, state=state, kind="value")
+        return Expression(what, label=element.text, state=state, kind="value")
     if element.text:
-        return Expression(noun, label=element.text, state=state, kind="name")
+        return Expression(what, label=element.text, state=state, kind="name")
     return None
 
 
