@@ -49,10 +49,18 @@ class Peak:
     value: int = 0
 
 
-def shards_in_flight(sessions: int, episodes_per_shard: int) -> int:
+def shards_in_flight(
+    sessions: int, episodes_per_shard: int, shards: int | None = None, workers: int = 1
+) -> int:
     """How many shards a worker runs at once so that its slots stay full: enough shards to
-    fill every slot, plus one whose episodes wait to take the slots of a shard's tail."""
-    return math.ceil(sessions / max(1, episodes_per_shard)) + 1
+    fill every slot, plus one whose episodes wait to take the slots of a shard's tail.
+
+    With the run's `shards` and `workers` known, no more than a fair share of the shards: the
+    first worker ready would otherwise take two large shards while another worker idles."""
+    fill = math.ceil(sessions / max(1, episodes_per_shard)) + 1
+    if shards is None:
+        return fill
+    return max(1, min(fill, math.ceil(shards / max(1, workers))))
 
 
 class EpisodePool:

@@ -243,6 +243,7 @@ class _ClusterRun:
                 workers=_worker_count(client, self.config.cluster),
                 local=not self.config.cluster.address,
                 names=names,
+                shards=len(mine) + len(elsewhere),
             )
             self.registered = True  # also when it fails half-way: some workers may hold it
             _register(client, plugin)

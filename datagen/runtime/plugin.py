@@ -86,6 +86,7 @@ class BrowserPlugin(WorkerPlugin):
         workers: int = 1,
         local: bool = False,
         names: RunNames | None = None,
+        shards: int | None = None,
     ) -> None:
         self.config = config
         self.names = names  # None: set up outside a run (tests)
@@ -94,6 +95,7 @@ class BrowserPlugin(WorkerPlugin):
         self.failure = ""  # why setup failed on this worker, with the fix
         self.advertised = False
         self.workers = workers  # the workers sharing the engine's in-flight budget
+        self.shards = shards  # the run's shards to share out among them (None: not capped)
         self.local = local  # a worker of the driver's own LocalCluster (shares its terminal)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.thread: threading.Thread | None = None
@@ -166,9 +168,11 @@ class BrowserPlugin(WorkerPlugin):
 
     @property
     def shards_at_once(self) -> int:
-        """The run's shards in flight on this worker: enough to keep its pool's slots full."""
+        """The run's shards in flight on this worker: enough to keep its pool's slots full, and
+        no more than its share of the run's shards (spread before doubled up)."""
         per_shard = self.config.run.tasks_per_shard * self.config.run.repeats
-        return shards_in_flight(self.config.cluster.sessions_per_worker, per_shard)
+        sessions = self.config.cluster.sessions_per_worker
+        return shards_in_flight(sessions, per_shard, self.shards, self.workers)
 
     def _report_failure(self, worker: Any, exc: Exception) -> None:
         reason, fix = _why(exc)

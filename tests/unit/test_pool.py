@@ -38,6 +38,15 @@ def test_shards_in_flight_fill_the_slots_plus_one() -> None:
     assert shards_in_flight(2, 64) == 2
 
 
+def test_shards_in_flight_spread_before_doubling_up() -> None:
+    """Two large shards for two workers: one each, never both on the first worker ready."""
+    assert shards_in_flight(16, 64, shards=2, workers=2) == 1
+    assert shards_in_flight(16, 64, shards=3, workers=2) == 2
+    assert shards_in_flight(32, 8, shards=100, workers=2) == 5
+    assert shards_in_flight(32, 8, shards=6, workers=2) == 3
+    assert shards_in_flight(4, 1, shards=0, workers=2) == 1  # nothing left: still a valid resource
+
+
 def test_slots_refill_across_shards_in_shard_order() -> None:
     """Slots 3; shard 1 (younger) queues its episodes before shard 0's last ones: each ended
     episode hands its slot on at once, to shard 0 first, and never more than 3 run at once."""
