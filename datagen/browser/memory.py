@@ -138,7 +138,7 @@ class PageMemory:
             await self._find_renderers()
             renderers = [p for p in self._renderers if p.is_running()]
         if renderers:
-            return sum(_private_mb(p) for p in renderers), _plural(len(renderers))
+            return sum(private_mb(p) for p in renderers), _plural(len(renderers))
         usage = await asyncio.wait_for(self.cdp.send("Runtime.getHeapUsage"), HEAP_TIMEOUT_S)
         used = sum(usage.get(k, 0) for k in ("usedSize", "embedderHeapUsedSize"))
         return (used + usage.get("backingStorageSize", 0)) / MB, "its JavaScript heap"
@@ -206,7 +206,7 @@ def _origin(url: str) -> str:
         return url
 
 
-def _private_mb(process: psutil.Process) -> float:
+def private_mb(process: psutil.Process) -> float:
     """Resident memory not shared with other processes or backed by files (statm: resident
     minus shared; within a few MB of USS, at a thousandth of its cost)."""
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import logging
 import time
@@ -274,3 +275,30 @@ def test_animated_elements_are_unstable_even_when_still(
     assert not obs.stable
     assert quiet
     assert {e.selector: e.stable for e in again.elements} == stable
+
+
+def test_browser_memory_tracks_uss_as_sessions_open(
+    browser_plugin: ReadyPlugin, pages: SiteServer
+) -> None:
+    """The host's memory figure (read once with no page open, then between USS reads from
+    cheaper counters) stays within a fifth of the USS summed here over the same processes."""
+    host = browser_plugin.host
+
+    def uss_mb() -> float:
+        total = 0
+        for process in host._browser_processes():
+            with contextlib.suppress(psutil.Error):
+                total += process.memory_full_info().uss
+        return total / 2**20
+
+    async def scenario() -> list[tuple[float, float]]:
+        figures = [(host.memory_mb(max_age_s=0), uss_mb())]
+        async with contextlib.AsyncExitStack() as stack:
+            for _ in range(6):
+                session = await stack.enter_async_context(host.session())
+                await session.goto(pages.base_url + "occluded.html")
+            figures.append((host.memory_mb(max_age_s=0), uss_mb()))
+        return figures
+
+    for figure, uss in browser_plugin.run(scenario(), timeout=120):
+        assert abs(figure - uss) <= 0.2 * uss, (figure, uss)
