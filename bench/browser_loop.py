@@ -43,7 +43,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Protocol
 
-import psutil  # type: ignore[import-untyped]  # no stubs installed
+import psutil
 from playwright.async_api import Browser, BrowserContext, Playwright, async_playwright
 
 from datagen.browser.host import BrowserHost
@@ -290,19 +290,25 @@ class RoundResult:
         return 1000 * self.cpu.total / self.steps if self.steps else float("nan")
 
 
-async def run_jobs(side: Side, jobs: list[Job], steps: int, sessions: int) -> list[EpisodeResult]:
-    """Every (url, seed) job as one episode, `sessions` at a time on the side's one browser."""
+async def run_jobs(
+    side: Side, jobs: list[Job], steps: int | list[int], sessions: int
+) -> list[EpisodeResult]:
+    """Every (url, seed) job as one episode, `sessions` at a time on the side's one browser;
+    `steps` each, or each job its own number of steps (a list as long as `jobs`)."""
     gate = asyncio.Semaphore(sessions)
+    lengths = [steps] * len(jobs) if isinstance(steps, int) else steps
 
-    async def one(url: str, seed: int) -> EpisodeResult:
+    async def one(url: str, seed: int, length: int) -> EpisodeResult:
         async with gate:
-            return await side.episode(url, seed, steps)
+            return await side.episode(url, seed, length)
 
-    return await asyncio.gather(*(one(url, seed) for url, seed in jobs))
+    return await asyncio.gather(
+        *(one(url, seed, n) for (url, seed), n in zip(jobs, lengths, strict=True))
+    )
 
 
 async def run_round(
-    side: Side, index: int, jobs: list[Job], steps: int, sessions: int
+    side: Side, index: int, jobs: list[Job], steps: int | list[int], sessions: int
 ) -> RoundResult:
     """One measured round of one side: wall time and CPU over all its episodes."""
     driver = side.driver

@@ -37,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,7 @@ from bench.e2e_engine import (
     named_calibrations,
 )
 from bench.e2e_naive import run_naive
+from bench.proc_cpu import ProcessCpu
 from datagen.browser.launch import find_executable
 from datagen.engine.sim.engine import Shape
 from datagen.source.readers import BUNDLED_SITES, list_sites, read_sites
@@ -124,6 +125,7 @@ class Run:
     shard_seconds: float
     busy_cores: float
     held_by: str = ""  # the run summary's "what held sessions in flight" line (which limit binds)
+    cpu: dict[str, float] = field(default_factory=dict)  # CPU-s by kind of process, shard phase
 
 
 def run_datagen(pipeline: Path, out: Path, timeout_s: float = 1200) -> Run:
@@ -139,13 +141,15 @@ def run_datagen(pipeline: Path, out: Path, timeout_s: float = 1200) -> Run:
     tail: list[str] = []
     assert proc.stdout is not None
     held_by = ""
-    for line in proc.stdout:
-        tail = [*tail, line][-20:]
-        if "what held sessions" in line:
-            held_by = " ".join(line.split())
-        if started is None and "Dask dashboard" in line:
-            started, busy0 = time.time(), busy_seconds()
-    code = proc.wait(timeout_s)
+    with ProcessCpu(psutil.Process(proc.pid)) as cpu:
+        for line in proc.stdout:
+            tail = [*tail, line][-20:]
+            if "what held sessions" in line:
+                held_by = " ".join(line.split())
+            if started is None and "Dask dashboard" in line:
+                started, busy0 = time.time(), busy_seconds()
+                cpu.restart()
+        code = proc.wait(timeout_s)
     ended_at = time.time()
     markers = [json.loads(p.read_text()) for p in (out / "_markers").glob("*.json")]
     if code != 0 or not markers:
@@ -163,7 +167,7 @@ def run_datagen(pipeline: Path, out: Path, timeout_s: float = 1200) -> Run:
         episodes=sum(s["episodes"] for s in stats), shards=len(stats),
         shard_seconds=round(sum(s["seconds"] for s in stats), 2),
         busy_cores=round((busy_seconds() - busy0) / (ended_at - started), 2) if busy0 else 0.0,
-        held_by=held_by,
+        held_by=held_by, cpu={k: round(v, 2) for k, v in cpu.by_kind.items()},
     )  # fmt: skip
 
 
@@ -365,23 +369,46 @@ def breakdown(out: Path, run: Run) -> dict[str, float]:
     }  # fmt: skip
 
 
-async def bare_round(
-    sessions: int, episodes: int, steps: int, index: int
-) -> browser_loop.RoundResult:
-    """One round of bench/browser_loop.py's bare Playwright loop (its own browser)."""
+async def bare_rounds(
+    sessions: int, index: int, fixed: tuple[int, int], matched: list[tuple[str, int]]
+) -> dict[str, tuple[browser_loop.RoundResult, dict[str, float]]]:
+    """Two rounds of bench/browser_loop.py's bare Playwright loop (its own browser):
+    `matched`, the pipeline's own episodes (each start URL, as many steps as the pipeline's
+    episode took: a browser context costs ~8 steps' CPU, so episode length matters), and
+    `fixed`, the browser-loop bench's shape (episodes per site, steps each); with the matched
+    round's CPU seconds by kind of process."""
     config = browser_loop.bench_config(find_executable(None, None))
     sites = list_sites(BUNDLED_SITES)
     with SiteServer(BUNDLED_SITES) as server:
         side = browser_loop.BareSide(config)
         try:
             await side.start()
+            episodes, steps = fixed
             jobs = browser_loop.make_jobs(server, sites, episodes, 0)
             await browser_loop.run_jobs(
                 side, jobs[: len(sites)], browser_loop.WARMUP_STEPS, sessions
             )
-            return await browser_loop.run_round(side, index, jobs, steps, sessions)
+            same = [(server.resolve(url), 1000 * index + i) for i, (url, _) in enumerate(matched)]
+            lengths = [n for _, n in matched]
+            with ProcessCpu() as cpu:
+                mine = await browser_loop.run_round(side, index, same, lengths, sessions)
+            return {
+                "matched": (mine, dict(cpu.by_kind)),
+                "fixed": (await browser_loop.run_round(side, index, jobs, steps, sessions), {}),
+            }
         finally:
             await side.close()
+
+
+def print_cpu(ours: dict[str, float], steps: int, bare: dict[str, float], bare_steps: int) -> None:
+    """CPU ms a step by kind of process: the pipeline (browsers up → exit) against the bare
+    loop on the same episodes. On a machine whose cores are all busy, this is the gap."""
+    print("    CPU a step by process (pipeline: browsers up → exit; bare: the matched round):")
+    per = {k: 1000 * v / steps for k, v in ours.items()}
+    per_bare = {k: 1000 * v / bare_steps for k, v in bare.items()}
+    for name in sorted(set(per) | set(per_bare), key=lambda k: -per.get(k, 0.0)):
+        print(f"      {per.get(name, 0.0):6.1f} ms  bare {per_bare.get(name, 0.0):6.1f} ms  {name}")
+    print(f"      {sum(per.values()):6.1f} ms  bare {sum(per_bare.values()):6.1f} ms  in all")
 
 
 def part_pipeline(a: argparse.Namespace) -> dict[str, Any]:
@@ -397,13 +424,25 @@ def part_pipeline(a: argparse.Namespace) -> dict[str, Any]:
             out = Path(tmp) / f"demo-{i}"
             run = run_datagen(pipeline, out)
             parts = breakdown(out, run)
-            bare = asyncio.run(bare_round(sessions, a.bare_episodes, demo["run"]["max_steps"], i))
-            rounds.append({"run": asdict(run), "breakdown": parts, "bare_steps_per_s": bare.steps_per_s,
-                           "bare_steps": bare.steps, "bare_others_cores": round(bare.others_cores, 2),
-                           "ratio": round(run.steps / run.phase_s / bare.steps_per_s, 3)})  # fmt: skip
+            shape = [(e["start_url"], e["n_steps"]) for e in table(out, "episodes", ["start_url", "n_steps"])]  # fmt: skip
+            fixed = (a.bare_episodes, demo["run"]["max_steps"])
+            bare = asyncio.run(bare_rounds(sessions, i, fixed, shape))
+            rate = run.steps / run.phase_s
+            rounds.append({"run": asdict(run), "breakdown": parts, "bare": {
+                k: {"steps": b.steps, "episodes": len(shape) if k == "matched" else a.bare_episodes * 5,
+                    "steps_per_s": b.steps_per_s, "cpu_ms_per_step": round(b.cpu_ms_per_step, 1),
+                    "others_cores": round(b.others_cores, 2), "ratio": round(rate / b.steps_per_s, 3),
+                    "cpu": {name: round(v, 2) for name, v in cpu.items()}}
+                for k, (b, cpu) in bare.items()}})  # fmt: skip
     ours = sum(r["run"]["steps"] for r in rounds) / sum(r["run"]["phase_s"] for r in rounds)
-    bare_rate = sum(r["bare_steps"] for r in rounds) / sum(r["bare_steps"] / r["bare_steps_per_s"] for r in rounds)  # fmt: skip
-    result = {"rounds": rounds, "ratio": round(ours / bare_rate, 3), "conditions": cond.end(),
+
+    def bare_rate(kind: str) -> float:
+        steps = sum(r["bare"][kind]["steps"] for r in rounds)
+        seconds = sum(r["bare"][kind]["steps"] / r["bare"][kind]["steps_per_s"] for r in rounds)
+        return float(steps / seconds)
+
+    result = {"rounds": rounds, "ratio": round(ours / bare_rate("matched"), 3),
+              "ratio_fixed": round(ours / bare_rate("fixed"), 3), "conditions": cond.end(),
               "setting": f"pipelines/demo.yaml; bare loop {sessions} sessions on one browser, settle_ms 0"}  # fmt: skip
     print(f"pipeline: {result['setting']}")
     for i, r in enumerate(rounds):
@@ -411,8 +450,16 @@ def part_pipeline(a: argparse.Namespace) -> dict[str, Any]:
         print(
             f"  round {i}: pipeline {run['steps']} steps in {run['phase_s']:.1f} s = "
             f"{run['steps'] / run['phase_s']:.2f} steps/s (start-up {run['startup_s']:.1f} s, "
-            f"{run['busy_cores']:.2f} cores busy); bare {r['bare_steps']} steps = "
-            f"{r['bare_steps_per_s']:.2f} steps/s (others {r['bare_others_cores']:.2f} cores); ratio {r['ratio']:.2f}"
+            f"{run['busy_cores']:.2f} cores busy)"
+        )
+        for kind, b in r["bare"].items():
+            print(
+                f"    bare, {kind:7}: {b['episodes']} episodes, {b['steps']} steps = {b['steps_per_s']:.2f} "
+                f"steps/s, {b['cpu_ms_per_step']:.0f} ms CPU a step (others {b['others_cores']:.2f} cores); "
+                f"ratio {b['ratio']:.2f}"
+            )
+        print_cpu(
+            run["cpu"], run["steps"], r["bare"]["matched"]["cpu"], r["bare"]["matched"]["steps"]
         )
         parts, steps = r["breakdown"], run["steps"]
         slots = parts["slots"]
@@ -422,7 +469,10 @@ def part_pipeline(a: argparse.Namespace) -> dict[str, Any]:
             print(
                 f"    {seconds / slots:6.1%} {1000 * seconds / steps:6.0f} ms/step  {key:8} {what}"
             )
-    print(f"  ratio steps/s (pipeline ÷ bare): {result['ratio']:.2f}")
+    print(
+        f"  ratio steps/s (pipeline ÷ bare on the pipeline's episodes): {result['ratio']:.2f}; "
+        f"÷ bare on {a.bare_episodes} × 5 episodes of {demo['run']['max_steps']} steps: {result['ratio_fixed']:.2f}"
+    )
     print(f"  {conditions_line(result['conditions'])}")
     return result
 

@@ -214,7 +214,7 @@ def run(
         return
     from datagen.observe.logs import setup_logging
     from datagen.observe.progress import RichProgress
-    from datagen.runtime import execute
+    from datagen.runtime.driver import execute
 
     setup_logging(verbose)
     try:

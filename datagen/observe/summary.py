@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from datagen.runplan import Plan
-    from datagen.runtime import RunSummary
+    from datagen.runtime.driver import RunSummary
     from datagen.sink.models import Manifest
 
 

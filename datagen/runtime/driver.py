@@ -86,7 +86,14 @@ class RunSummary:
 @contextlib.contextmanager
 def connect(config: ClusterConfig) -> Iterator[Client]:
     """A client to the configured scheduler, or to a new LocalCluster of worker processes."""
-    with dask.config.set({"distributed.scheduler.allowed-failures": config.allowed_failures}):
+    settings = {
+        "distributed.scheduler.allowed-failures": config.allowed_failures,
+        # The statistical profiler samples task threads every 10 ms (~4% of a worker's CPU
+        # here); a shard task's thread only waits for the browser loop, so its profile says
+        # nothing. Our own LocalCluster's workers go without; a running scheduler's keep theirs.
+        "distributed.worker.profile.enabled": bool(config.address),
+    }
+    with dask.config.set(settings):
         if config.address:
             with Client(config.address) as client:
                 yield client
