@@ -253,29 +253,38 @@ def part_utilisation(a: argparse.Namespace) -> dict[str, Any]:
             # the most in flight can be: the share of the episodes' time spent waiting for the
             # model (datagen's own rows; the rest is browser work with nothing at the engine)
             waited = sum(s["engine_latency_ms"] or 0.0 for s in steps) / 1000
-            lived = sum(e["duration_s"] for e in table(folder / "out", "episodes", ["duration_s"]))
+            durations = [e["duration_s"] for e in table(folder / "out", "episodes", ["duration_s"])]
+            lived = sum(durations)
+            steady = sampler.before_tail(lived / len(durations) if durations else 0.0)
             runs.append({"tasks_per_shard": per_shard, "run": asdict(run), "window_s": round(span, 2),
-                         "mean_in_flight": round(flight, 2), "achieved_rps": round(rps, 3), "completed": done,
+                         "mean_in_flight": round(flight, 2), "in_flight_before_tail": round(steady, 2),
+                         "achieved_rps": round(rps, 3), "completed": done,
                          "model_share": round(waited / lived, 3) if lived else 0.0})  # fmt: skip
         maximum = client_alone_max(sim.url, mix_of(indices, localized), capacity, a.max_seconds)
         modelled, _ = model_gain(sim.config(), maximum.shapes, capacity)
+    # The stand-in's maximum: measured with the client alone, or its engine model's rate for
+    # the same mix, whichever is higher (a short window at a slow stand-in can cut a wave).
+    ceiling = max(maximum.rps, modelled)
     for r in runs:
-        r["utilisation"] = round(r["achieved_rps"] / maximum.rps, 3) if maximum.rps else 0.0
+        r["utilisation"] = round(r["achieved_rps"] / ceiling, 3) if ceiling else 0.0
         r["in_flight_ratio"] = round(r["mean_in_flight"] / capacity, 3)
+        r["in_flight_ratio_before_tail"] = round(r["in_flight_before_tail"] / capacity, 3)
     result = {"setting": engine_setting(a), "capacity": capacity, "runs": runs,
               "maximum": asdict(maximum), "model_rps": round(modelled, 3), "conditions": cond.end()}  # fmt: skip
     print(f"utilisation: {engine_setting(a)}")
     print(
         f"  maximum (EngineClient alone, {maximum.sessions} sessions, {maximum.seconds:g} s): "
         f"{maximum.rps:.2f} req/s (engine model: {modelled:.2f}); P {maximum.prompt_tokens:.0f}, "
-        f"O {maximum.completion_tokens:.0f} tokens a request, errors {maximum.errors}"
+        f"O {maximum.completion_tokens:.0f} tokens a request, errors {maximum.errors}; "
+        f"utilisation is against the higher, {ceiling:.2f}"
     )
     for r in runs:
         run = r["run"]
         print(
             f"  tasks/shard {r['tasks_per_shard']:3d}: {r['achieved_rps']:.2f} req/s over "
             f"{r['window_s']:.1f} s ({r['completed']} requests) = utilisation {r['utilisation']:.3f}; "
-            f"in flight {r['mean_in_flight']:.1f} of {capacity} = {r['in_flight_ratio']:.3f} "
+            f"in flight {r['mean_in_flight']:.1f} of {capacity} = {r['in_flight_ratio']:.3f}, "
+            f"{r['in_flight_ratio_before_tail']:.3f} before the last episode's length of tail "
             f"(episodes' time waiting for the model: {r['model_share']:.3f}); "
             f"{run['steps']} steps, {run['ended']} episodes ended, {run['shards']} shards, "
             f"{run['busy_cores']:.2f} cores busy, exit {run['code']}"
@@ -309,10 +318,19 @@ def part_naive(a: argparse.Namespace) -> dict[str, Any]:
     naive_eps, naive_steps = naive.episodes / naive.seconds, naive.steps / naive.seconds
     ideal = many / one
     ratio = ours_eps / naive_eps if naive_eps else 0.0
+    # The other bound: the machine's cores at datagen's CPU per episode (the stand-in's share
+    # included: it runs here too). Where it is below the engine's, the CPU side binds.
+    cores = psutil.cpu_count() or 1
+    ours_cpu = run.busy_cores * run.phase_s / max(1, run.ended)
+    naive_cpu = naive_busy * naive.seconds / max(1, naive.episodes)
+    cores_gain = cores / ours_cpu / naive_eps if ours_cpu and naive_eps else float("inf")
+    bound = min(ideal, cores_gain)
     result = {
         "setting": engine_setting(a), "run": asdict(run), "naive": asdict(naive) | {"usage": {k: len(v) for k, v in naive.usage.items()}},
         "ratio_episodes": round(ratio, 3), "ratio_steps": round(ours_steps / naive_steps, 3) if naive_steps else 0.0,
         "ideal_gain": round(ideal, 2), "share_of_ideal": round(ratio / ideal, 3),
+        "cpu_per_episode": {"datagen": round(ours_cpu, 3), "naive": round(naive_cpu, 3)},
+        "cores_gain": round(cores_gain, 2), "share_of_bound": round(ratio / bound, 3),
         "naive_busy_cores": naive_busy, "conditions": cond.end(),
     }  # fmt: skip
     print(f"naive: {engine_setting(a)}")
@@ -329,6 +347,11 @@ def part_naive(a: argparse.Namespace) -> dict[str, Any]:
         f"  ratio episodes/s {ratio:.2f} (steps/s {result['ratio_steps']:.2f}); engine model "
         f"{many:.2f} req/s at {capacity} in flight ÷ {one:.3f} at 1 = ideal gain {ideal:.1f}; "
         f"achieved {ratio / ideal:.2f} of it"
+    )
+    print(
+        f"  CPU a episode (machine-wide, stand-in included): datagen {ours_cpu:.2f} core-s, naive "
+        f"{naive_cpu:.2f}; {cores} cores at datagen's allow a gain of {cores_gain:.1f}; the lower "
+        f"bound ({'cores' if cores_gain < ideal else 'engine'}) {bound:.1f}: achieved {ratio / bound:.2f} of it"
     )
     print(f"  {conditions_line(result['conditions'])}")
     return result

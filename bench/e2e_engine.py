@@ -189,9 +189,27 @@ class Sampler:
             return 0.0, 0.0, 0.0, 0
         span = s[last][0] - s[start][0]
         done = s[last][2] - s[start][2]
-        # time-weighted mean of in flight (each sample holds until the next)
-        held = sum(s[i][1] * (s[i + 1][0] - s[i][0]) for i in range(start, last))
-        return span, (held / span if span else 0.0), (done / span if span else 0.0), done
+        return span, self._mean_in_flight(start, last), (done / span if span else 0.0), done
+
+    def before_tail(self, tail_s: float) -> float:
+        """Mean in flight over the busy window less its last `tail_s` (an episode's length:
+        from about when the last episode started, the run has fewer left than sessions)."""
+        s = self.samples
+        first = next((i for i, x in enumerate(s) if x[1] > 0 or x[2] > s[0][2]), None)
+        if first is None or len(s) < 3:
+            return 0.0
+        last = next(i for i, x in enumerate(s) if x[2] == s[-1][2])
+        cut = s[last][0] - tail_s
+        end = max((i for i in range(last + 1) if s[i][0] <= cut), default=0)
+        return self._mean_in_flight(max(0, first - 1), end)
+
+    def _mean_in_flight(self, start: int, end: int) -> float:
+        """Time-weighted mean of in flight from sample `start` to `end` (each sample holds
+        until the next)."""
+        s = self.samples
+        span = s[end][0] - s[start][0] if end > start else 0.0
+        held = sum(s[i][1] * (s[i + 1][0] - s[i][0]) for i in range(start, end))
+        return held / span if span else 0.0
 
 
 # ----------------------------------------------------------------------- the request mix
@@ -283,14 +301,14 @@ async def _drive(url: str, mix: list[Kind], sessions: int, seconds: float) -> Ma
         owed[i] -= total
         return bodies[i]
 
-    async def session() -> None:
-        while time.monotonic() < stop:
-            kind, body = pick()
+    async def session() -> None:  # at least `seconds`, and 10 requests a session: at a slow
+        while time.monotonic() < stop or client.stats.requests < 10 * sessions:  # stand-in the
+            kind, body = pick()  # answers come in waves, and a short window would cut one
             result = await client.chat(body)
             usage[kind.name].append((result.prompt_tokens, result.completion_tokens))
 
     async def sampler() -> None:
-        while time.monotonic() < stop:
+        while time.monotonic() < stop or client.stats.requests < 10 * sessions:
             samples.append((time.monotonic(), client.stats.requests))
             await asyncio.sleep(0.5)
 

@@ -230,7 +230,9 @@ class _ClusterRun:
         self.leases, self.summary, self.submitted = leases, summary, submitted
         self.names = RunNames.new(plan.run_id, leases.token)
         where = config.cluster.address or "the local cluster"
-        self.watch = WorkerWatch(client, self.names, where, config.cluster.wait_for_workers_s)
+        expected = 0 if config.cluster.address else config.cluster.workers
+        wait_s = config.cluster.wait_for_workers_s
+        self.watch = WorkerWatch(client, self.names, where, wait_s, expected)
         self.futures: dict[Any, int] = {}  # submitted, result not read yet → shard
         self.registered = False
 

@@ -30,6 +30,7 @@ from datagen.runtime.plugin import RunNames
 log = logging.getLogger(__name__)
 POLL_S = 1.0  # how often the scheduler is asked which workers are ready
 QUIET_S = 3.0  # workers that just set up advertise a moment later: no "waiting" line for that
+SPREAD_WAIT_S = 20.0  # once one worker is ready, how long the first shards wait for the others
 
 
 @dataclass
@@ -48,8 +49,11 @@ class WorkerWatch:
     worker can take shards; `check()` (called while shards are pending) raises once none could
     for longer than `wait_s`."""
 
-    def __init__(self, client: Client, names: RunNames, where: str, wait_s: float) -> None:
+    def __init__(
+        self, client: Client, names: RunNames, where: str, wait_s: float, expected: int = 0
+    ) -> None:
         self.client, self.names, self.where, self.wait_s = client, names, where, wait_s
+        self.expected = expected  # workers there will be (a LocalCluster's); 0: those present
         self.report = WorkerReport()
         self._lock = threading.Lock()
         self._states: dict[str, str] = {}  # address → "ready" | "failed"
@@ -211,6 +215,23 @@ class WorkerWatch:
                 )
                 said = True
             self.check()
+            time.sleep(0.2)
+            self.poll()
+        self._wait_for_the_rest()
+
+    def _wait_for_the_rest(self) -> None:
+        """Once one worker is ready, give the others (those there, and those of a LocalCluster
+        still joining) up to SPREAD_WAIT_S to be ready or failed. The scheduler hands a task to a worker whose resource could ever take it, and
+        that worker holds it until its resource frees: shards submitted while one worker alone
+        was ready would all queue there, run one after another, and leave the rest idle."""
+        deadline = time.monotonic() + SPREAD_WAIT_S
+        while time.monotonic() < deadline:
+            with self._lock:
+                failed = {a for a, state in self._states.items() if state == "failed"}
+                waiting = self._present - self._ready - failed
+                missing = self.expected - len(self._present)  # not joined yet
+            if not waiting and missing <= 0:
+                return
             time.sleep(0.2)
             self.poll()
 
