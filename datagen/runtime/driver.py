@@ -273,24 +273,31 @@ class _ClusterRun:
             self.progress.episode(event[1])
 
     def _submit(self, indices: Iterable[int]) -> list[Any]:
-        submitted = []
-        for index in indices:
-            future = self.client.submit(
-                run_shard_task,
-                index,
-                self.plan.shards[index],
-                self.config,
-                self.plan.run_id,
-                self.names,
-                key=self.names.key(index),
-                resources={self.names.resource: 1},  # only workers whose browser started
-                retries=self.config.cluster.retries,
-                pure=False,
-            )
+        """The shards as one batch: the scheduler places a batch in one pass, spreading it by
+        each worker's queue. Submitted one by one, a shard that already started and seceded
+        no longer counts on its worker, which then looks as free as an empty one and may be
+        handed every shard its resource could ever hold (they wait there, one after another,
+        while another worker idles)."""
+        indices = list(indices)
+        if not indices:
+            return []
+        n = len(indices)
+        futures: list[Any] = self.client.map(
+            run_shard_task,
+            indices,
+            [self.plan.shards[i] for i in indices],
+            [self.config] * n,
+            [self.plan.run_id] * n,
+            [self.names] * n,
+            key=[self.names.key(i) for i in indices],
+            resources={self.names.resource: 1},  # only workers whose browser started
+            retries=self.config.cluster.retries,
+            pure=False,
+        )
+        for future, index in zip(futures, indices, strict=True):
             self.futures[future] = index
             self.submitted.add(index)
-            submitted.append(future)
-        return submitted
+        return futures
 
     def _collect(self, future: Any) -> None:
         index = self.futures.pop(future)
