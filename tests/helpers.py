@@ -127,6 +127,33 @@ async def run_shard_with_engines(
         await engines.close()
 
 
+# The CLI as a terminal starts it, whatever the test process's own Ctrl-C state: Ctrl-C
+# delivered (not blocked) and raising KeyboardInterrupt (not ignored). A child inherits its
+# parent's ignored and blocked signals; a test that sends SIGINT must not depend on what the
+# pytest process (its libraries, the tests before) left there.
+AS_FROM_A_TERMINAL = (
+    "import runpy, signal, sys; "
+    "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); "
+    "signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "sys.argv[0] = 'datagen'; runpy.run_module('datagen', run_name='__main__', alter_sys=True)"
+)
+CLI_FROM_A_TERMINAL = [sys.executable, "-c", AS_FROM_A_TERMINAL]
+
+
+def sigint_state(pid: int) -> str:
+    """Whether SIGINT is blocked or ignored in a process (from /proc: a diagnosis, asserted
+    nowhere)."""
+    bit = 1 << (2 - 1)  # SIGINT is 2
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return "gone"
+    fields = dict(line.split(":", 1) for line in lines if ":" in line)
+    blocked = int(fields.get("SigBlk", "0").strip(), 16) & bit
+    ignored = int(fields.get("SigIgn", "0").strip(), 16) & bit
+    return f"blocked={bool(blocked)} ignored={bool(ignored)}"
+
+
 def datagen(
     *args: str,
     timeout: float = 300,

@@ -19,7 +19,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -31,7 +30,7 @@ import psutil
 import pytest
 import yaml
 
-from tests.helpers import datagen, rows
+from tests.helpers import CLI_FROM_A_TERMINAL, datagen, rows, sigint_state
 
 # each test chains CLI runs bounded at 300 s apiece
 pytestmark = [
@@ -181,10 +180,11 @@ def interrupt_round(
         proc = subprocess.Popen(
             command, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
         )
-        fired, began = False, time.monotonic()
+        fired, began, state = False, time.monotonic(), ""
         try:
             while proc.poll() is None:
                 if moment.ready(proc, out, server, before):
+                    state = f"pytest {sigint_state(os.getpid())}; run {sigint_state(proc.pid)}"
                     if moment.group:
                         os.killpg(proc.pid, signal.SIGINT)
                     else:
@@ -210,13 +210,14 @@ def interrupt_round(
         "committed": markers(out) - before,
         "said_so": b"interrupted: committed shards are kept" in log.read_bytes(),
         "tracebacks": log.read_bytes().count(b"Traceback"),  # one clean line, nothing else
+        "sigint": state,  # when it was sent (a diagnosis)
     }
 
 
 def test_interrupted_runs_resume_to_every_task_once(tmp_path: Path, slow_pages: SlowPages) -> None:
     pipeline, slow_ids = write_pipeline(tmp_path, slow_pages.server_address[1])
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "datagen", "run", str(pipeline), "--output", str(out)]
+    command = [*CLI_FROM_A_TERMINAL, "run", str(pipeline), "--output", str(out)]
     rounds = [
         interrupt_round(command, out, slow_pages, moment, tmp_path / f"round-{i}.log")
         for i, moment in enumerate(MOMENTS)

@@ -17,7 +17,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ import pytest
 import yaml
 
 from tests.daskcluster import ProcessCluster
-from tests.helpers import each_task_once, rows
+from tests.helpers import CLI_FROM_A_TERMINAL, each_task_once, rows
 
 # each test chains CLI runs bounded at 300 s apiece
 pytestmark = [pytest.mark.browser, pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -53,7 +52,7 @@ def pipeline_file(
 def start_run(pipeline: Path) -> subprocess.Popen[bytes]:
     with (pipeline.parent / "run.log").open("wb") as log:
         return subprocess.Popen(
-            [sys.executable, "-m", "datagen", "run", str(pipeline)],
+            [*CLI_FROM_A_TERMINAL, "run", str(pipeline)],
             stdout=log,
             stderr=subprocess.STDOUT,
             env={**os.environ, "COLUMNS": "1000"},
@@ -159,7 +158,8 @@ def test_two_runs_on_one_scheduler_each_get_their_own_rows(tmp_path: Path) -> No
         left = worker_state(cluster.address)
         assert not scheduler_plugins(cluster.address)  # a worker joining later starts nothing
         # Ctrl-C once a third run's browsers are up: its plugin and browsers go too
-        third = pipeline_file(tmp_path / "stopped", cluster.address, limit=3)
+        # enough work to be still running when the signal comes (3 tasks ended in a second)
+        third = pipeline_file(tmp_path / "stopped", cluster.address, limit=24, steps=4)
         proc = start_run(third)
         wait_for(lambda: proc.poll() is not None or "Dask dashboard" in log_of(third), "started")
         proc.send_signal(signal.SIGINT)
