@@ -304,10 +304,13 @@ def _await_chain(task: asyncio.Task[Any]) -> str:
 
 class _NotShardFailures(logging.Filter):
     """Drops Dask's "Compute Failed" record (a traceback): the driver reports each failed
-    shard itself, in one line."""
+    shard itself, in one line. And a heartbeat that found the scheduler gone (a traceback):
+    a LocalCluster's scheduler lives in the driver, so it is gone only when the driver stops
+    (a Ctrl-C while the workers start), which the driver says itself."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("Compute Failed")
+        msg = str(record.msg)
+        return not msg.startswith(("Compute Failed", "Failed to communicate with scheduler"))
 
 
 def _quiet_in_the_drivers_terminal() -> None:
