@@ -180,11 +180,10 @@ class Sampler:
         """The busy window, from the first sample with a request at the engine to the last
         completion: (seconds, mean in flight, completed req/s, completed)."""
         s = self.samples
-        first = next((i for i, x in enumerate(s) if x[1] > 0 or x[2] > s[0][2]), None)
-        if first is None or len(s) < 3:
+        bounds = self._bounds()
+        if bounds is None:
             return 0.0, 0.0, 0.0, 0
-        last = next(i for i, x in enumerate(s) if x[2] == s[-1][2])  # the last completion seen
-        start = max(0, first - 1)
+        start, last = bounds
         if last <= start:
             return 0.0, 0.0, 0.0, 0
         span = s[last][0] - s[start][0]
@@ -195,13 +194,22 @@ class Sampler:
         """Mean in flight over the busy window less its last `tail_s` (an episode's length:
         from about when the last episode started, the run has fewer left than sessions)."""
         s = self.samples
-        first = next((i for i, x in enumerate(s) if x[1] > 0 or x[2] > s[0][2]), None)
-        if first is None or len(s) < 3:
+        bounds = self._bounds()
+        if bounds is None:
             return 0.0
-        last = next(i for i, x in enumerate(s) if x[2] == s[-1][2])
+        start, last = bounds
         cut = s[last][0] - tail_s
         end = max((i for i in range(last + 1) if s[i][0] <= cut), default=0)
-        return self._mean_in_flight(max(0, first - 1), end)
+        return self._mean_in_flight(start, end)
+
+    def _bounds(self) -> tuple[int, int] | None:
+        """(the sample before the first request at the engine, the last completion seen)."""
+        s = self.samples
+        first = next((i for i, x in enumerate(s) if x[1] > 0 or x[2] > s[0][2]), None)
+        if first is None or len(s) < 3:
+            return None
+        last = next(i for i, x in enumerate(s) if x[2] == s[-1][2])
+        return max(0, first - 1), last
 
     def _mean_in_flight(self, start: int, end: int) -> float:
         """Time-weighted mean of in flight from sample `start` to `end` (each sample holds

@@ -202,7 +202,7 @@ class WorkerWatch:
         self.poll(force=True)
         said, started = False, time.monotonic()
         while not self._ready:
-            failed = {a for a, state in self._states.items() if state == "failed"}
+            failed = self._failed()
             if self._present and self._present <= failed:
                 raise self._unavailable()  # each worker there failed: waiting changes nothing
             if not said and time.monotonic() - started > QUIET_S:
@@ -227,13 +227,16 @@ class WorkerWatch:
         deadline = time.monotonic() + SPREAD_WAIT_S
         while time.monotonic() < deadline:
             with self._lock:
-                failed = {a for a, state in self._states.items() if state == "failed"}
-                waiting = self._present - self._ready - failed
+                waiting = self._present - self._ready - self._failed()
                 missing = self.expected - len(self._present)  # not joined yet
             if not waiting and missing <= 0:
                 return
             time.sleep(0.2)
             self.poll()
+
+    def _failed(self) -> set[str]:
+        """Addresses of the workers that said they cannot run this run's shards."""
+        return {a for a, state in self._states.items() if state == "failed"}
 
     def check(self) -> None:
         """Raise WorkersUnavailable when no worker could take shards for `wait_s`."""
