@@ -250,7 +250,7 @@ class BrowserHost:
             )
         finally:
             if watch is not None:
-                watch.cancel()  # not awaited: it must not delay (or swallow) the close below
+                watch.cancel()  # awaited after the close: it must not delay (or swallow) it
             try:
                 # A renderer stuck in a JS loop can make close slow: bounded, then move on.
                 await asyncio.wait_for(context.close(), CONTEXT_CLOSE_TIMEOUT_S)
@@ -258,3 +258,5 @@ class BrowserHost:
                 # closed along with the browser (a shutdown): nothing worth a warning
                 level = logging.WARNING if self.connected else logging.DEBUG
                 log.log(level, "context close failed", exc_info=True)
+            if watch is not None:  # let the cancelled watchdog end (a pending one is dropped)
+                await asyncio.wait([watch], timeout=1.0)

@@ -44,6 +44,7 @@ from datagen.source.serve import SiteServer
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 PLUGIN_NAME = "datagen-browser"
+CANCEL_TIMEOUT_S = 5.0  # at teardown, for the tasks still on the browser loop to end
 
 
 @dataclass(frozen=True)
@@ -265,8 +266,26 @@ class BrowserPlugin(WorkerPlugin):
             except Exception:
                 log.warning("site server close failed", exc_info=True)
         if self.loop is not None and self.thread is not None:
+            try:  # what is left (a shard cut short by the run's end): ended, not dropped
+                self.run(_cancel_the_rest(), timeout=CANCEL_TIMEOUT_S + 5)
+            except Exception:
+                log.warning("tasks left on the browser loop", exc_info=True)
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(timeout=10)
+            if not self.thread.is_alive():
+                self.loop.close()
+
+
+async def _cancel_the_rest() -> None:
+    """Cancel every other task on the loop and let each run to its end: a loop stopped with
+    tasks pending drops them, and each prints "Task was destroyed but it is pending!" into
+    the driver's terminal when collected (what a run cut short by a full disk left)."""
+    current = asyncio.current_task()
+    rest = [task for task in asyncio.all_tasks() if task is not current]
+    for task in rest:
+        task.cancel()
+    if rest:
+        await asyncio.wait(rest, timeout=CANCEL_TIMEOUT_S)
 
 
 def _who(worker: Any) -> dict[str, str]:

@@ -153,3 +153,43 @@ def test_a_page_stopped_while_no_step_runs_ends_as_page_memory(
     assert (stage, reason) == ("episode", RejectReason.PAGE_MEMORY)
     assert detail == str(exceeded) and "renderer" in detail
     assert plugin.run(host.responsive())  # one page stopped, not the browser
+
+
+def test_a_worker_torn_down_mid_episode_leaves_no_task_pending(
+    chromium: str, pages: SiteServer, tmp_path: Path
+) -> None:
+    """A run cut short (a full disk, Ctrl-C) tears the worker's plugin down while episodes hold
+    sessions: the episodes and their memory watchdogs are cancelled and end, and the loop is
+    closed. A loop stopped with tasks pending drops them, and each one dropped printed "Task was
+    destroyed but it is pending!" into the driver's terminal (seen in CI)."""
+    plugin = BrowserPlugin(make_config(tmp_path, browser={"allow": [pages.origin]}))
+    plugin.setup(worker=None)
+    assert plugin.host is not None and plugin.loop is not None
+    host, loop = plugin.host, plugin.loop
+    opened: list[str] = []
+
+    async def held() -> None:
+        async with host.session() as session:
+            await session.page.goto(f"{pages.base_url}plain.html")
+            opened.append(session.page.url)
+            await asyncio.sleep(3600)
+
+    async def both_open() -> None:
+        while len(opened) < 2:
+            await asyncio.sleep(0.05)
+
+    async def both() -> None:
+        await asyncio.gather(held(), held())
+
+    episodes = asyncio.run_coroutine_threadsafe(both(), loop)
+    plugin.run(asyncio.wait_for(both_open(), 30))
+    watchdogs = plugin.run(_watchdogs())
+    assert len(watchdogs) == 2, "each open session has its memory watchdog"
+    plugin.teardown(worker=None)
+    assert episodes.done(), "the held episodes were ended by the teardown"
+    assert all(task.done() for task in watchdogs)
+    assert loop.is_closed() and not asyncio.all_tasks(loop)
+
+
+async def _watchdogs() -> list[asyncio.Task[object]]:
+    return [t for t in asyncio.all_tasks() if t.get_name() == "datagen-page-memory"]
