@@ -272,8 +272,9 @@ class BrowserPlugin(WorkerPlugin):
                 log.warning("tasks left on the browser loop", exc_info=True)
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(timeout=10)
-            if not self.thread.is_alive():
+            if not self.thread.is_alive():  # a second teardown (setup failed) finds nothing
                 self.loop.close()
+                self.loop = self.thread = None
 
 
 async def _cancel_the_rest() -> None:

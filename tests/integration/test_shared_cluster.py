@@ -280,7 +280,7 @@ def test_workers_that_cannot_work_take_no_shard(tmp_path: Path, chromium: str) -
     assert frozen["no-chromium"]["executed"] == 0, frozen  # idle, with shards waiting
     assert state["no-chromium"]["executed"] == 0, state  # it took no shard
     assert state["good"]["executed"] >= tasks, state
-    assert "Traceback" not in log + alone_log
+    assert "Traceback" not in log + alone_log, _around("Traceback", log + alone_log)
     error = re.search(r"error: no worker of tcp://[\d.:]+ can run[^\n]*", alone_log)
     assert error and "worker no-chromium (tcp://" in error[0], alone_log[-3000:]
     assert "does not exist. fix: on that worker's machine, install" in error[0]
@@ -288,3 +288,10 @@ def test_workers_that_cannot_work_take_no_shard(tmp_path: Path, chromium: str) -
     print(f"no workers: {re.search(r'error: .*', log_of(empty))[0]!r}")
     print(f"a worker without Chromium joining mid-run: {said[0]!r}; tasks run: {state}")
     print(f"only that worker: {error[0]!r}")
+
+
+def _around(needle: str, text: str, width: int = 3000) -> str:
+    """The text from a little before `needle` on (what an assertion about it shows)."""
+    text = "\n".join(line.strip() for line in text.splitlines() if line.strip())
+    at = text.find(needle)
+    return text[max(at - 500, 0) : at + width] if at >= 0 else text[-width:]
