@@ -250,6 +250,8 @@ class BrowserPlugin(WorkerPlugin):
             if self.advertised and self.names is not None:  # no more of this run's shards here
                 self.advertised = False
                 worker.loop.add_callback(worker.set_resources, **{self.names.resource: 0.0})
+        if self.loop is None:  # torn down already (or never set up): nothing runs
+            return
         if self.engines is not None:
             try:
                 self.run(self.engines.close(), timeout=30)
