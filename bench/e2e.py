@@ -221,10 +221,15 @@ def vlm_pipeline(folder: Path, url: str, a: argparse.Namespace, per_shard: int) 
     return path
 
 
+def engine_slots(a: argparse.Namespace) -> int:
+    """The stand-in's max_num_seqs: `--slots`, else one a session (workers × sessions)."""
+    return int(a.slots or a.workers * a.sessions)
+
+
 def engine_setting(a: argparse.Namespace) -> str:
     return (
         f"stand-in speed ×{a.speed:g}, {describe(a.calibration)}, max_num_seqs "
-        f"{a.workers * a.sessions}; {a.workers} workers × {a.sessions} sessions, "
+        f"{engine_slots(a)}; {a.workers} workers × {a.sessions} sessions, "
         f"{a.tasks} tasks × max_steps {a.max_steps}"
     )
 
@@ -233,7 +238,7 @@ def engine_setting(a: argparse.Namespace) -> str:
 
 
 def part_utilisation(a: argparse.Namespace) -> dict[str, Any]:
-    capacity = a.workers * a.sessions
+    capacity = engine_slots(a)
     runs: list[dict[str, Any]] = []
     indices: list[int] = []
     localized = 0
@@ -283,7 +288,7 @@ def part_utilisation(a: argparse.Namespace) -> dict[str, Any]:
         print(
             f"  tasks/shard {r['tasks_per_shard']:3d}: {r['achieved_rps']:.2f} req/s over "
             f"{r['window_s']:.1f} s ({r['completed']} requests) = utilisation {r['utilisation']:.3f}; "
-            f"in flight {r['mean_in_flight']:.1f} of {capacity} = {r['in_flight_ratio']:.3f}, "
+            f"in flight {r['mean_in_flight']:.1f} of {capacity} slots = {r['in_flight_ratio']:.3f}, "
             f"{r['in_flight_ratio_before_tail']:.3f} before the last episode's length of tail "
             f"(episodes' time waiting for the model: {r['model_share']:.3f}); "
             f"{run['steps']} steps, {run['ended']} episodes ended, {run['shards']} shards, "
@@ -298,7 +303,7 @@ def part_utilisation(a: argparse.Namespace) -> dict[str, Any]:
 
 
 def part_naive(a: argparse.Namespace) -> dict[str, Any]:
-    capacity = a.workers * a.sessions
+    capacity = engine_slots(a)
     cond = Conditions()
     with StandIn(capacity, a.speed, a.calibration, a.sim_arg) as sim, tempfile.TemporaryDirectory() as tmp:  # fmt: skip
         folder = Path(tmp)
@@ -513,6 +518,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--sessions", type=int, help="sessions per worker (quick 16, full 32)")
+    p.add_argument("--slots", type=int, help="the stand-in's max_num_seqs (default: workers × sessions); more sessions than slots keep the engine fuller (`datagen plan`)")  # fmt: skip
     p.add_argument("--tasks", type=int, help="tasks of the vlm runs (quick 128, full 256)")
     p.add_argument("--max-steps", type=int, help="steps per vlm episode (quick 2, full 3)")
     p.add_argument("--per-shard", type=int, nargs="*", default=[8, 64], help="tasks per shard, small and large")  # fmt: skip
