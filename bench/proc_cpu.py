@@ -46,7 +46,7 @@ class ProcessCpu:
         self._thread = threading.Thread(target=self._sample_until_stopped, daemon=True)
 
     def __enter__(self) -> ProcessCpu:
-        self._start = {pid: cpu for pid, (_, cpu) in self._read().items()}
+        self.restart()
         self._thread.start()
         return self
 

@@ -267,7 +267,7 @@ class BrowserPlugin(WorkerPlugin):
                 self.sites.close()
             except Exception:
                 log.warning("site server close failed", exc_info=True)
-        if self.loop is not None and self.thread is not None:
+        if self.thread is not None:
             try:  # what is left (a shard cut short by the run's end): ended, not dropped
                 self.run(_cancel_the_rest(), timeout=CANCEL_TIMEOUT_S + 5)
             except Exception:

@@ -221,9 +221,10 @@ class WorkerWatch:
 
     def _wait_for_the_rest(self) -> None:
         """Once one worker is ready, give the others (those there, and those of a LocalCluster
-        still joining) up to SPREAD_WAIT_S to be ready or failed. The scheduler hands a task to a worker whose resource could ever take it, and
-        that worker holds it until its resource frees: shards submitted while one worker alone
-        was ready would all queue there, run one after another, and leave the rest idle."""
+        still joining) up to SPREAD_WAIT_S to be ready or failed. The scheduler hands a task to
+        a worker whose resource could ever take it, and that worker holds it until its
+        resource frees: shards submitted while one worker alone was ready would all queue
+        there, run one after another, and leave the rest idle."""
         deadline = time.monotonic() + SPREAD_WAIT_S
         while time.monotonic() < deadline:
             with self._lock:

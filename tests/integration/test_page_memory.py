@@ -182,10 +182,12 @@ def test_a_worker_torn_down_mid_episode_leaves_no_task_pending(
         await asyncio.gather(held(), held())
 
     episodes = asyncio.run_coroutine_threadsafe(both(), loop)
-    plugin.run(asyncio.wait_for(both_open(), 30))
-    watchdogs = plugin.run(_watchdogs())
+    try:
+        plugin.run(asyncio.wait_for(both_open(), 30))
+        watchdogs = plugin.run(_watchdogs())
+    finally:
+        plugin.teardown(worker=None)  # what is tested; also the clean-up should the above fail
     assert len(watchdogs) == 2, "each open session has its memory watchdog"
-    plugin.teardown(worker=None)
     assert episodes.done(), "the held episodes were ended by the teardown"
     assert all(task.done() for task in watchdogs)
     assert loop.is_closed() and not asyncio.all_tasks(loop)
