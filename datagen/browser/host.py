@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 PAGE_INIT_JS = (Path(__file__).parent / "page_init.js").read_text(encoding="utf-8")
 CONTEXT_CLOSE_TIMEOUT_S = 10.0
 USS_EVERY_S = 10.0  # the exact figure; scaled statm figures in between (memory_mb)
+BOUND_EVERY_S = 0.1  # how stale the pages' shared upper bound (`private_total_mb`) may be
 # Playwright launches Chromium with this switch (its own tests navigate fast). It also lifts
 # Chromium's limit on one frame's navigations (200 in 10 s: pushState, replaceState, location
 # changes). Without the limit, a page looping on `history.pushState` sends the browser process
@@ -70,6 +71,8 @@ class BrowserHost:
         )
         self._main_process: psutil.Process | None = None
         self._memory: tuple[float, float] = (0.0, 0.0)  # (when measured, MB)
+        self._bound: tuple[float, float] = (-BOUND_EVERY_S, 0.0)  # private_total_mb: (when, MB)
+        self._listed: list[psutil.Process] = []  # the processes private_total_mb sums
         # USS ÷ statm's private resident memory, when measured, over how many processes
         self._uss: tuple[float, float, int] = (-USS_EVERY_S, 1.0, 0)
         self.egress: EgressProxy | None = None
@@ -89,6 +92,7 @@ class BrowserHost:
             own = None
         executable = find_executable(self.config.executable, own)
         self._main_process = None
+        self._listed = []
         if self.guard is not None:
             # Every connection goes through the egress proxy (Playwright sends loopback there
             # too), and WebRTC sends no UDP, which could not.
@@ -139,6 +143,21 @@ class BrowserHost:
             self._uss = (now, uss / 2**20 / private, len(processes))
         self._memory = (now, private * self._uss[1])
         return self._memory[1]
+
+    def private_total_mb(self, relist: bool = False) -> float:
+        """The private resident memory of all the browser's processes (statm), read at most
+        every BOUND_EVERY_S and shared by its pages: no page holds more, so while this is below
+        a page's ceiling its check needs nothing finer (PageMemory). The processes are listed
+        again (~3 ms: psutil reads every process's stat) when `relist`: a page that is new,
+        or navigated to another origin, may have a renderer the last list lacks."""
+        now = time.monotonic()
+        when, value = self._bound
+        if relist or not self._listed:
+            self._listed = self._browser_processes()
+        if relist or now - when >= BOUND_EVERY_S:
+            value = sum(private_mb(p) for p in self._listed)
+            self._bound = (now, value)
+        return value
 
     @property
     def open_contexts(self) -> int:
@@ -254,7 +273,12 @@ class BrowserHost:
             if self._traces is None:
                 self._traces = asyncio.Lock()
             memory = PageMemory(
-                page, cdp, cfg.page_memory_mb, self._traces, self._browser_processes
+                page,
+                cdp,
+                cfg.page_memory_mb,
+                self._traces,
+                self._browser_processes,
+                self.private_total_mb,
             )
             watch = asyncio.create_task(memory.watch(), name="datagen-page-memory")
             yield Session(

@@ -17,6 +17,11 @@ navigation changes process), one trace at a time per browser; in between a check
 /proc/PID/statm, some microseconds. Should no process be found, the page's JavaScript heap
 (V8's heap, backing stores and DOM heap) is measured instead.
 
+None of that is needed while the browser as a whole holds less than the page's ceiling (its
+processes' private memory summed, read at most every 0.1 s and shared by all its pages: a
+step's check is then a cached number). The usual run never traces: with the default ceiling of
+2 GB, a page is looked at alone only once the browser holds more than that.
+
 Renderers are never shared between browser contexts and each episode has its own: killing the
 page's renderers ends that page alone, and gives its memory back at once, even while a script
 holds the page's main thread.
@@ -71,12 +76,15 @@ class PageMemory:
         ceiling_mb: int,
         traces: asyncio.Lock,
         ours: Callable[[], list[psutil.Process]],
+        bound: Callable[[bool], float] | None = None,
     ) -> None:
         self.page = page
         self.cdp = cdp
         self.ceiling_mb = ceiling_mb
         self._traces = traces  # the browser's: Chromium refuses a second trace at once
         self._ours = ours  # the browser's processes: only those are ever read or killed
+        self._bound = bound  # MB all the browser's processes hold (listed again: True)
+        self._unlisted = True  # the page may have a renderer the browser's list lacks
         self._renderers: list[psutil.Process] = []
         self._stale = True  # a frame navigated since the renderers were looked up
         self._moved = True  # the main frame changed origin: traced at once (else REMAP_S)
@@ -94,11 +102,13 @@ class PageMemory:
         `measure` looks again). A subframe may move whenever it navigates."""
         if frame.parent_frame is not None:
             self._stale = True
+            # another site's frame may get a process of its own
+            self._unlisted |= _origin(frame.url) != self._origin
             return
         origin = _origin(frame.url)
         if origin != self._origin:
             self._origin = origin
-            self._stale = self._moved = True
+            self._stale = self._moved = self._unlisted = True
 
     def _crash(self, _: Page) -> None:
         self._crashed = True
@@ -130,7 +140,14 @@ class PageMemory:
                 await self.check()
 
     async def measure(self) -> tuple[float, str]:
-        """(MB, what was measured): its renderer processes' private memory, else its heap."""
+        """(MB, what was measured): its renderer processes' private memory, else its heap;
+        while all the browser's processes together hold less than the ceiling, that total (an
+        upper bound, shared by the browser's pages: no trace, no reads of its own)."""
+        if self._bound is not None:
+            total = self._bound(self._unlisted)
+            self._unlisted = False
+            if 0 < total <= self.ceiling_mb:
+                return total, "all the browser's processes, at most"
         renderers = [p for p in self._renderers if p.is_running()]
         if not renderers and self._renderers:  # swapped under us: look again
             self._stale = self._moved = True

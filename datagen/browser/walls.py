@@ -21,6 +21,7 @@ import logging
 import re
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from playwright.async_api import Page
@@ -37,29 +38,7 @@ THIN_TEXT = 1200  # characters of body text: challenge pages say a sentence or t
 THIN_LINKS = 12  # links on the page: a site's navigation alone has more
 WALL_STATUSES = (401, 403, 429, 503)  # what walls are served with (Cloudflare: 403/503)
 
-# Read in one round trip; never throws (a page without a body reads as empty).
-SIGNALS_JS = """() => {
-  const d = document, q = (s) => { try { return !!d.querySelector(s); } catch (e) { return false; } };
-  const shown = (e) => { const r = e.getBoundingClientRect(); const s = getComputedStyle(e);
-    return r.width > 20 && r.height > 20 && s.visibility !== 'hidden' && s.display !== 'none'; };
-  const srcs = (sel) => Array.from(d.querySelectorAll(sel)).map((e) => e.src || '').slice(0, 60);
-  const text = d.body ? (d.body.innerText || '') : '';
-  const pw = Array.from(d.querySelectorAll('input[type=password]')).some(shown);
-  const widgets = Array.from(d.querySelectorAll(
-    '.g-recaptcha, iframe[src*="recaptcha/api2/anchor"], iframe[src*="recaptcha/api2/bframe"], '
-    + 'iframe[src*="recaptcha/enterprise/anchor"], .h-captcha, iframe[src*="hcaptcha.com"], '
-    + '.cf-turnstile, iframe[src*="challenges.cloudflare.com"]')).filter(shown)
-    .map((e) => e.className && typeof e.className === 'string' ? e.className : (e.src || e.tagName));
-  return {
-    url: location.href, title: d.title || '', text: text.slice(0, 4000), text_length: text.length,
-    links: d.querySelectorAll('a[href]').length, password: pw, widgets: widgets.slice(0, 5),
-    iframes: srcs('iframe[src]'), scripts: srcs('script[src]'),
-    cf_chl: typeof window._cf_chl_opt !== 'undefined',
-    markers: ['#challenge-form', '#challenge-running', '#challenge-stage', '#cf-challenge-running',
-      '.cf-browser-verification', '#cf-please-wait', '#px-captcha', '#sec-if-cpt-container',
-      '#sec-cpt-if', '#captcha-container', '#distilIdentificationBlock'].filter(q),
-  };
-}"""
+SIGNALS_JS = (Path(__file__).parent / "walls.js").read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)
@@ -232,11 +211,17 @@ async def detect(page: Page, status: int | None = None) -> Wall | None:
     return classify(Signals.read(raw, status))
 
 
-async def on_page(session: Session) -> Wall | None:
+async def on_page(session: Session, observed: bool = False) -> Wall | None:
     """The wall the session's page shows now; its main document's status counts as evidence
-    when the page on show is that document (`Session.watch_documents`)."""
+    when the page on show is that document (`Session.watch_documents`). `observed`: just
+    observed, so the signals its observation read (`Camera.signals`) are used when they are
+    of the page still on show (no second round trip)."""
     requested, status = session.document
-    same = requested.split("#")[0] == session.page.url.split("#")[0]
+    url = session.page.url
+    same = requested.split("#")[0] == url.split("#")[0]
+    read = session.camera.signals if observed else None
+    if read is not None and read[0] == url and read[1] is not None:
+        return classify(Signals.read(read[1], status if same else None))
     return await detect(session.page, status if same else None)
 
 

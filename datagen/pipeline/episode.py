@@ -301,11 +301,14 @@ class Episode:
         index = len(out.steps)
         first = True
         while True:
-            stray = await self._walled(session, what) or course.stray_of(session)
-            if stray is None:
+            stray = course.stray_of(session)
+            if stray is not None:  # a wall is the better reason (a challenge on another host)
+                stray = await self._walled(session, what, observed=False) or stray
+            else:
                 obs = await self._bounded(session.observe(), what)
                 self.ctx.host.admission.observed(obs)  # how the browsers fare: the session limit
-                stray = course.stray_of(session, obs.url)  # it may have moved on while observed
+                # a wall read in the same round trip; it may have moved on while observed
+                stray = await self._walled(session, what) or course.stray_of(session, obs.url)
                 if stray is None:
                     course.returns = 0 if first else course.returns
                     return obs
@@ -325,10 +328,12 @@ class Episode:
             if not way:
                 return None
 
-    async def _walled(self, session: Session, what: str) -> Stray | None:
+    async def _walled(self, session: Session, what: str, observed: bool = True) -> Stray | None:
         """A bot wall, CAPTCHA or login wall on show (browser/walls.py): no data, like an
-        error page; the session goes back. `what`: the observation it is part of."""
-        wall = await self._bounded(on_page(session), f"{what}: reading the page for a bot wall")
+        error page; the session goes back. `what`: the observation it is part of; `observed`:
+        read from the observation just taken (else the page is read again)."""
+        read = on_page(session, observed)
+        wall = await self._bounded(read, f"{what}: reading the page for a bot wall")
         url = session.page.url
         return None if wall is None else Stray(RejectReason.BOT_WALL, url, wall.describe(url))
 
