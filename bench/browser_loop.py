@@ -51,6 +51,7 @@ from datagen.browser.launch import find_executable, launch_options
 from datagen.config import BrowserConfig, ExplorePolicyConfig, Viewport
 from datagen.policy.explore import Explorer
 from datagen.records import Click, TaskSpec
+from datagen.scope import Scope
 from datagen.source.readers import BUNDLED_SITES, list_sites
 from datagen.source.serve import SiteServer
 
@@ -179,7 +180,8 @@ class OursSide:
     async def episode(self, url: str, seed: int, steps: int) -> EpisodeResult:
         result = EpisodeResult()
         task = TaskSpec(id=f"bench-{seed}", start_url=url, instruction="explore the page")
-        explorer = Explorer(CLICKS_ONLY, seed)
+        # the scope once an episode, as the pipeline gives it (not worked out again each step)
+        explorer = Explorer(CLICKS_ONLY, seed, Scope.for_task("site", url))
         try:
             async with self.host.session() as session:
                 await session.goto(url)

@@ -381,12 +381,17 @@
   // --- the walk -----------------------------------------------------------------------------
   const candidates = [];  // {el, frames, path, how, proxyOf}
   const seenControls = new Set();
-  const consider = (el, frames, path, win, pointerParent) => {
+  // Which elements of a tree scope (a document or a shadow root) match the selectors, found
+  // by one native query each instead of a `matches` per element (the walk's main cost).
+  const scopeOf = (root) => ({
+    native: new Set(root.querySelectorAll(NATIVE)), extra: new Set(root.querySelectorAll(EXTRA)),
+  });
+  const consider = (el, frames, path, win, pointerParent, scope) => {
     const tag = el.tagName.toLowerCase();
     const state = win[KEY];
     let how = '';
-    if (el.matches(NATIVE)) how = 'native';
-    else if (el.matches(EXTRA)) how = 'aria';
+    if (scope.native.has(el)) how = 'native';
+    else if (scope.extra.has(el)) how = 'aria';
     else if ((state && state.listeners.has(el)) || typeof el.onclick === 'function') how = 'listener';
     let pointer = false;
     if (how && how !== 'listener') {
@@ -402,12 +407,13 @@
     if (how) candidates.push({ el, frames, path, how, win });
     return pointer;
   };
-  const walk = (root, frames, path, win, pointerParent) => {
+  const walk = (root, frames, path, win, pointerParent, scope) => {
     for (const el of root.children) {
       if (candidates.length > maxElements * 8) return;
-      const pointer = consider(el, frames, path, win, pointerParent);
+      const pointer = consider(el, frames, path, win, pointerParent, scope);
       if (el.shadowRoot) {
-        walk(el.shadowRoot, frames, path + selectorIn(el) + ' >> ', win, pointer);
+        const inside = scopeOf(el.shadowRoot);
+        walk(el.shadowRoot, frames, path + selectorIn(el) + ' >> ', win, pointer, inside);
       }
       if (el.tagName === 'IFRAME' || el.tagName === 'FRAME') {
         let doc = null;
@@ -420,13 +426,13 @@
           const dy = f.dy + r.top + el.clientTop + parseFloat(cs.paddingTop);
           const inner = [...frames, { el, doc, dx, dy }];
           const where = path + selectorIn(el) + ' >> internal:control=enter-frame >> ';
-          walk(doc.documentElement, inner, where, doc.defaultView || win, false);
+          walk(doc.documentElement, inner, where, doc.defaultView || win, false, scopeOf(doc));
         }
       }
-      walk(el, frames, path, win, pointer);
+      walk(el, frames, path, win, pointer, scope);
     }
   };
-  walk(top.document, [], '', top, false);
+  walk(top.document, [], '', top, false, scopeOf(top.document));
 
   // A listener or pointer region that holds other targets is a container (a card, a delegated
   // list), not a target itself; one that covers most of the viewport (an app root, a backdrop)
