@@ -39,6 +39,7 @@ PAGE_INIT_JS = (Path(__file__).parent / "page_init.js").read_text(encoding="utf-
 CONTEXT_CLOSE_TIMEOUT_S = 10.0
 USS_EVERY_S = 10.0  # the exact figure; scaled statm figures in between (memory_mb)
 BOUND_EVERY_S = 0.1  # how stale the pages' shared upper bound (`private_total_mb`) may be
+RELIST_S = 1.0  # how stale its list of the browser's processes may be
 # Playwright launches Chromium with this switch (its own tests navigate fast). It also lifts
 # Chromium's limit on one frame's navigations (200 in 10 s: pushState, replaceState, location
 # changes). Without the limit, a page looping on `history.pushState` sends the browser process
@@ -73,6 +74,7 @@ class BrowserHost:
         self._memory: tuple[float, float] = (0.0, 0.0)  # (when measured, MB)
         self._bound: tuple[float, float] = (-BOUND_EVERY_S, 0.0)  # private_total_mb: (when, MB)
         self._listed: list[psutil.Process] = []  # the processes private_total_mb sums
+        self._listed_at = 0.0
         # USS ÷ statm's private resident memory, when measured, over how many processes
         self._uss: tuple[float, float, int] = (-USS_EVERY_S, 1.0, 0)
         self.egress: EgressProxy | None = None
@@ -92,7 +94,7 @@ class BrowserHost:
             own = None
         executable = find_executable(self.config.executable, own)
         self._main_process = None
-        self._listed = []
+        self._listed, self._bound = [], (-BOUND_EVERY_S, 0.0)  # the last browser's: none now
         if self.guard is not None:
             # Every connection goes through the egress proxy (Playwright sends loopback there
             # too), and WebRTC sends no UDP, which could not.
@@ -148,14 +150,21 @@ class BrowserHost:
         """The private resident memory of all the browser's processes (statm), read at most
         every BOUND_EVERY_S and shared by its pages: no page holds more, so while this is below
         a page's ceiling its check needs nothing finer (PageMemory). The processes are listed
-        again (~3 ms: psutil reads every process's stat) when `relist`: a page that is new,
-        or navigated to another origin, may have a renderer the last list lacks."""
+        again (~3 ms: psutil reads every process's stat) when `relist` (a page that is new, or
+        navigated to another origin, may have a renderer the list lacks), when a listed one
+        is gone (Chromium swapped a renderer), and at least every RELIST_S (any process Chromium
+        started meanwhile)."""
         now = time.monotonic()
         when, value = self._bound
-        if relist or not self._listed:
-            self._listed = self._browser_processes()
-        if relist or now - when >= BOUND_EVERY_S:
-            value = sum(private_mb(p) for p in self._listed)
+        stale = not self._listed or now - self._listed_at >= RELIST_S
+        if relist or stale or now - when >= BOUND_EVERY_S:
+            for attempt in range(2):
+                if relist or stale or attempt:
+                    self._listed, self._listed_at = self._browser_processes(), now
+                read = [private_mb(p, missing=-1.0) for p in self._listed]
+                value = sum(mb for mb in read if mb > 0)
+                if -1.0 not in read:
+                    break
             self._bound = (now, value)
         return value
 

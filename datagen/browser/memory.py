@@ -223,13 +223,14 @@ def _origin(url: str) -> str:
         return url
 
 
-def private_mb(process: psutil.Process) -> float:
+def private_mb(process: psutil.Process, missing: float = 0.0) -> float:
     """Resident memory not shared with other processes or backed by files (statm: resident
-    minus shared; within a few MB of USS, at a thousandth of its cost)."""
+    minus shared; within a few MB of USS, at a thousandth of its cost); `missing` for a process
+    that is gone."""
     try:
         info = process.memory_info()
     except psutil.Error:
-        return 0.0
+        return missing
     return float(info.rss - getattr(info, "shared", 0)) / MB
 
 

@@ -1,7 +1,7 @@
 """One observation of a page: screenshot and DOM elements of the same moment.
 
-    ┌ one evaluate ──────────────────────────────────┐
-    settle.js ─► scan (elements.js) ─► walls.js signals ─► capture (CDP) ─► re-measure
+    ┌ one evaluate ───────────────────────────────────────┐
+    settle.js ─► walls.js signals ─► scan (elements.js) ─► capture (CDP) ─► re-measure
                                                                         (stability.js) ─► Observation
 
 Two page round trips an observation: everything read before the screenshot in one evaluate,
@@ -38,14 +38,17 @@ ELEMENTS_JS = (_HERE / "elements.js").read_text(encoding="utf-8")
 SETTLE_JS = (_HERE / "settle.js").read_text(encoding="utf-8")
 STABILITY_JS = (_HERE / "stability.js").read_text(encoding="utf-8")
 WALLS_JS = (_HERE / "walls.js").read_text(encoding="utf-8")
-# Settle, scan and read the wall signals in one call (the scan runs whether or not the settle
-# got quiet: a page that never holds still is observed as it is, its boxes flagged).
+# Settle, read the wall signals, then scan, in one call; the scan runs whether or not the
+# settle got quiet (a page that never holds still is observed as it is, its boxes flagged).
+# `after` is the ms spent after the settle (signals and scan): not settle time. A scan that
+# throws comes back as null (read again by `Camera._scan`), not as a navigation.
 OBSERVE_FN = f"""async (args) => {{
   const settled = await ({SETTLE_JS})(args.settle);
-  const scan = ({ELEMENTS_JS})(args.scan);
-  let signals = null;
+  const from = performance.now();
+  let signals = null, scan = null;
   try {{ signals = ({WALLS_JS})(); }} catch (e) {{ signals = null; }}
-  return {{ quiet: settled.quiet, scan, signals }};
+  try {{ scan = ({ELEMENTS_JS})(args.scan); }} catch (e) {{ scan = null; }}
+  return {{ quiet: settled.quiet, scan, signals, after: performance.now() - from }};
 }}"""
 # The call once the function is in the page; null: not there (a new document) ─► INSTALL_JS.
 CALL_JS = "(a) => { const f = window[Symbol.for(a.key)]; return f ? f(a) : null; }"
@@ -145,8 +148,8 @@ class Camera:
     async def _settled_scan(
         self, limit_ms: float
     ) -> tuple[float, bool, tuple[tuple[Element, ...], float, float]]:
-        """`settle` and then the scan (and the wall signals, kept in `signals`), in one
-        evaluate: (ms waited, quiet, scan)."""
+        """`settle`, then the wall signals (kept in `signals`) and the scan, in one evaluate:
+        (ms the settle waited, quiet, scan)."""
         cfg = self.config
         start = time.monotonic()
         deadline = start + limit_ms / 1000
@@ -172,12 +175,17 @@ class Camera:
         if read is None:  # the page never answered in time: scan what is there now
             self.signals = None
             return waited, False, await self._scan()
+        after = read.get("after")
+        waited -= min(waited, float(after)) if isinstance(after, int | float) else 0.0
         self.signals = (self.page.url, read.get("signals"))
+        quiet = quiet and not self._loading()
+        if not isinstance(read.get("scan"), str):  # the scan threw: once more on its own
+            return waited, quiet, await self._scan()
         try:
             found = await self._parsed(read.get("scan"))
         except PlaywrightError:  # its fallback found the page navigating: as `_scan` does
             found = await self._scan()
-        return waited, quiet and not self._loading(), found
+        return waited, quiet, found
 
     async def settle(self, timeout_ms: float | None = None) -> tuple[float, bool]:
         """Wait, bounded by `timeout_ms` (default `settle_timeout_ms`), until the page holds

@@ -220,8 +220,9 @@ async def on_page(session: Session, observed: bool = False) -> Wall | None:
     url = session.page.url
     same = requested.split("#")[0] == url.split("#")[0]
     read = session.camera.signals if observed else None
-    if read is not None and read[0] == url and read[1] is not None:
-        return classify(Signals.read(read[1], status if same else None))
+    raw = read[1] if read is not None and read[0] == url else None
+    if isinstance(raw, dict) and raw.get("url") == url:  # read off the document on show
+        return classify(Signals.read(raw, status if same else None))
     return await detect(session.page, status if same else None)
 
 

@@ -1,0 +1,73 @@
+"""What an observation costs the page, counted on real Chromium: one evaluate before the
+screenshot (settle, wall signals and scan together), one after it (the re-measure), and the
+scan's 35 KB function sent once per document, not once per observation. And the page memory
+check's upper bound: all the browser's processes hold at least what the page's renderer does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from datagen.browser.memory import private_mb
+from datagen.browser.walls import on_page
+from datagen.source.serve import SiteServer
+from tests.helpers import ReadyPlugin
+
+pytestmark = pytest.mark.browser
+
+
+def test_an_observation_is_two_round_trips_and_the_scan_is_sent_once_a_document(
+    browser_plugin: ReadyPlugin, pages: SiteServer
+) -> None:
+    host = browser_plugin.host
+
+    async def scenario() -> tuple[list[list[int]], list[Any]]:
+        async with host.session() as session:
+            sent: list[int] = []  # the size of each evaluated script, in order
+            evaluate = session.page.evaluate
+
+            async def counted(expression: str, arg: Any = None) -> Any:
+                sent.append(len(expression))
+                return await evaluate(expression, arg)
+
+            session.page.evaluate = counted  # type: ignore[method-assign]
+            per_observation = []
+            walls = []
+            for url in ("occluded.html", "select-open.html"):
+                await session.goto(pages.base_url + url)
+                for _ in range(2):
+                    sent.clear()
+                    obs = await session.observe()
+                    assert obs.elements
+                    per_observation.append(list(sent))
+                    sent.clear()
+                    walls.append(await on_page(session, observed=True))
+                    assert sent == []  # the wall was read with the observation
+            return per_observation, walls
+
+    per_observation, walls = browser_plugin.run(scenario())
+    assert walls == [None] * len(walls)
+    # each document gets the function once, at its first observation (a probe that finds
+    # nothing, the install, the re-measure); after that, a call by key and the re-measure
+    sizes = [[n > 10_000 for n in calls] for calls in per_observation]
+    assert sizes == [[False, True, False], [False, False]] * 2, per_observation
+
+
+def test_the_memory_bound_covers_the_pages_renderer(
+    browser_plugin: ReadyPlugin, pages: SiteServer
+) -> None:
+    host = browser_plugin.host
+
+    async def scenario() -> tuple[float, float]:
+        async with host.session() as session:
+            await session.goto(pages.base_url + "occluded.html")
+            await session.observe()
+            memory = session.camera.memory
+            assert memory is not None
+            await memory._find_renderers()  # the exact way: a trace names the page's process
+            own = sum(private_mb(p) for p in memory._renderers)
+            return own, host.private_total_mb(relist=True)
+
+    own, bound = browser_plugin.run(scenario())
+    assert 0 < own <= bound
