@@ -1,6 +1,6 @@
 """All benchmarks, one after another, then their ratios against the targets in one table.
 
-    .venv/bin/python -m bench                 # everything, ~18 minutes on 2 cores
+    .venv/bin/python -m bench                 # everything, ~40 minutes on 2 cores
     .venv/bin/python -m bench --only engine adaptive
     .venv/bin/python -m bench --out bench-results
 
