@@ -17,6 +17,7 @@ reCAPTCHA, v3's invisible badge, or an article about CAPTCHAs is no wall.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import Awaitable
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 
 THIN_TEXT = 1200  # characters of body text: challenge pages say a sentence or two
 THIN_LINKS = 12  # links on the page: a site's navigation alone has more
+READ_TIMEOUT_S = 5.0  # a start page's read (not within a step's limit): a hung page is no wall
 WALL_STATUSES = (401, 403, 429, 503)  # what walls are served with (Cloudflare: 403/503)
 
 SIGNALS_JS = (Path(__file__).parent / "walls.js").read_text(encoding="utf-8")
@@ -202,11 +204,12 @@ def classify(s: Signals) -> Wall | None:
 
 async def detect(page: Page, status: int | None = None) -> Wall | None:
     """The wall on `page` (its main document answered `status`), or None. A page that cannot
-    be read (closed, navigating) is no wall: the step that follows finds out what it is."""
+    be read (closed, navigating, its main thread held by a script for READ_TIMEOUT_S) is no
+    wall: the step that follows finds out what it is."""
     try:
-        raw = await page.evaluate(SIGNALS_JS)
-    except Exception:
-        log.debug("could not read the page for walls", exc_info=True)
+        raw = await asyncio.wait_for(page.evaluate(SIGNALS_JS), READ_TIMEOUT_S)
+    except Exception:  # a hung page (a script spinning) too: the next step's bounded observe
+        log.debug("could not read the page for walls", exc_info=True)  # says it hangs
         return None
     return classify(Signals.read(raw, status))
 

@@ -78,6 +78,12 @@ SHADOW = (
     "root.querySelector('[data-testid=uc-deny-all-button]').onclick = () => {"
     "document.body.dataset.consent = 'no'; root.innerHTML = ''; };</script></body></html>"
 )
+# Its main thread is held forever from just after its load: before the wall check can read it
+HANGS = (
+    HEAD + "<title>Hangs</title></head><body><button>Wait</button><script>"
+    "addEventListener('load', () => setTimeout(() => { while (true) {} }, 0));</script>"
+    "</body></html>"
+)
 PAGES: dict[str, tuple[int, str]] = {
     "/challenge": (403, CHALLENGE),
     "/article": (200, ARTICLE),
@@ -85,6 +91,7 @@ PAGES: dict[str, tuple[int, str]] = {
     "/onetrust": (200, ONETRUST),
     "/text": (200, TEXT_DIALOG),
     "/shadow": (200, SHADOW),
+    "/hangs": (200, HANGS),
 }
 
 
@@ -159,6 +166,28 @@ def test_a_bot_wall_is_a_reject_and_never_a_step(
     assert by_task["onward"]["stage"] in ("step", "episode")
     onward = [s for s in tables["steps"] if s["task_id"] == "onward"]
     assert onward[0]["url"].endswith("/link-to-wall") and "bot_wall" in onward[0]["action_error"]
+
+
+def test_a_start_page_that_hangs_at_once_ends_as_a_step_timeout(
+    browser_plugin: ReadyPlugin, host: BrowserHost, site: str, tmp_path: Path
+) -> None:
+    """The start page's wall check is bounded (walls.READ_TIMEOUT_S): a page whose script holds
+    its main thread from load on is no wall, and the next bounded part of the episode (the
+    consent dialog's reading) times out, as a hung page should, well before the episode's own
+    limit (seen in CI: `timeout_episode` after 90 s)."""
+    tasks = [TaskSpec(id="hangs", start_url=site + "/hangs", instruction="x")]
+    config = make_config(
+        tmp_path,
+        policy={"type": "scripted"},
+        run={"step_timeout_s": 4, "episode_timeout_s": 120},
+        browser={"consent": "leave"},
+    )
+    out = tmp_path / "out"
+    ctx = ShardContext(config=config, run_id="hangs", host=host, storage=LocalStorage(out))
+    browser_plugin.run(run_shard(3, tasks, ctx), timeout=300)
+    rejects = read(out, "rejects")
+    assert [(r["stage"], r["reason"]) for r in rejects] == [("episode", "timeout_step")], rejects
+    assert rejects[0]["detail"].endswith("took over 4s"), rejects  # the step's limit, not 120 s
 
 
 def test_consent_dialogs_are_answered_before_step_0(
