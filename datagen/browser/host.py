@@ -156,16 +156,16 @@ class BrowserHost:
         started meanwhile)."""
         now = time.monotonic()
         when, value = self._bound
-        stale = not self._listed or now - self._listed_at >= RELIST_S
-        if relist or stale or now - when >= BOUND_EVERY_S:
-            for attempt in range(2):
-                if relist or stale or attempt:
-                    self._listed, self._listed_at = self._browser_processes(), now
-                read = [private_mb(p, missing=-1.0) for p in self._listed]
-                value = sum(mb for mb in read if mb > 0)
-                if -1.0 not in read:
-                    break
-            self._bound = (now, value)
+        if relist or not self._listed or now - self._listed_at >= RELIST_S:
+            self._listed, self._listed_at = self._browser_processes(), now
+        elif now - when < BOUND_EVERY_S:
+            return value
+        read = [private_mb(p, missing=-1.0) for p in self._listed]
+        if -1.0 in read:  # one is gone: list them again
+            self._listed, self._listed_at = self._browser_processes(), now
+            read = [private_mb(p) for p in self._listed]
+        value = sum(mb for mb in read if mb > 0)
+        self._bound = (now, value)
         return value
 
     @property

@@ -21,8 +21,9 @@ import base64
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from playwright.async_api import CDPSession, Page
 from playwright.async_api import Error as PlaywrightError
@@ -108,7 +109,9 @@ class Camera:
         self.memory = memory
         self.observed = 0  # observations taken: the first may settle longer
         self._key = f"datagen.observe.{uuid.uuid4().hex}"  # where OBSERVE_FN is kept
-        self.signals: tuple[str, object] | None = None  # (URL, walls.js's read) of the last
+        self.signals: object = (
+            None  # walls.js's read of the last observation (`url`: of which page)
+        )
 
     async def screenshot(self, scroll_x: float = 0.0, scroll_y: float = 0.0) -> bytes:
         """The viewport at device pixels. CDP's capture ignores the emulated device scale
@@ -145,44 +148,55 @@ class Camera:
             scan = _Scan.model_validate(await self.page.evaluate(ELEMENTS_JS, args))
         return scan.elements, scan.scrollX, scan.scrollY
 
+    async def _until_quiet(
+        self, limit_ms: float, read: Callable[[float], Awaitable[object]]
+    ) -> tuple[float, bool, dict[str, Any] | None]:
+        """The settle loop: wait out open requests, then `read(ms left)` (an evaluate whose
+        result has `quiet`), again while it is quiet but a request opened meanwhile, until the
+        limit. Returns (ms waited, quiet, the last result; None when the page never answered:
+        it was navigating)."""
+        start = time.monotonic()
+        deadline = start + limit_ms / 1000
+        while True:
+            while self._loading() and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            left_ms = max(0.0, (deadline - time.monotonic()) * 1000)
+            result: dict[str, Any] | None = None
+            try:
+                raw = await read(left_ms)
+                result = raw if isinstance(raw, dict) else None
+            except PlaywrightError:  # navigating: the new document settles on the next round
+                await settle_load(self.page, self.config.navigation_timeout_s)
+            quiet = bool(result and result.get("quiet"))
+            if (quiet and not self._loading()) or time.monotonic() >= deadline:
+                break
+        return (time.monotonic() - start) * 1000, quiet and not self._loading(), result
+
     async def _settled_scan(
         self, limit_ms: float
     ) -> tuple[float, bool, tuple[tuple[Element, ...], float, float]]:
         """`settle`, then the wall signals (kept in `signals`) and the scan, in one evaluate:
         (ms the settle waited, quiet, scan)."""
-        cfg = self.config
-        start = time.monotonic()
-        deadline = start + limit_ms / 1000
         scan = {"maxElements": MAX_ELEMENTS, "asJson": True}
-        while True:
-            while self._loading() and time.monotonic() < deadline:
-                await asyncio.sleep(0.02)
-            left_ms = max(0.0, (deadline - time.monotonic()) * 1000)
-            settle = {"quietMs": cfg.settle_quiet_ms, "timeoutMs": left_ms}
+
+        async def read(left_ms: float) -> object:
+            settle = {"quietMs": self.config.settle_quiet_ms, "timeoutMs": left_ms}
             args = {"key": self._key, "settle": settle, "scan": scan}
-            raw: object = None
-            try:
-                raw = await self.page.evaluate(CALL_JS, args)
-                if raw is None:  # a new document: the function is not in it yet
-                    raw = await self.page.evaluate(INSTALL_JS, args)
-            except PlaywrightError:  # navigating: the new document settles on the next round
-                await settle_load(self.page, cfg.navigation_timeout_s)
-            read = raw if isinstance(raw, dict) else None
-            quiet = bool(read and read.get("quiet"))
-            if (read and quiet and not self._loading()) or time.monotonic() >= deadline:
-                break
-        waited = (time.monotonic() - start) * 1000
-        if read is None:  # the page never answered in time: scan what is there now
-            self.signals = None
+            raw = await self.page.evaluate(CALL_JS, args)
+            if raw is None:  # a new document: the function is not in it yet
+                raw = await self.page.evaluate(INSTALL_JS, args)
+            return raw
+
+        waited, quiet, result = await self._until_quiet(limit_ms, read)
+        self.signals = None if result is None else result.get("signals")
+        if result is None:  # the page never answered in time: scan what is there now
             return waited, False, await self._scan()
-        after = read.get("after")
+        after = result.get("after")
         waited -= min(waited, float(after)) if isinstance(after, int | float) else 0.0
-        self.signals = (self.page.url, read.get("signals"))
-        quiet = quiet and not self._loading()
-        if not isinstance(read.get("scan"), str):  # the scan threw: once more on its own
+        if not isinstance(result.get("scan"), str):  # the scan threw: once more on its own
             return waited, quiet, await self._scan()
         try:
-            found = await self._parsed(read.get("scan"))
+            found = await self._parsed(result["scan"])
         except PlaywrightError:  # its fallback found the page navigating: as `_scan` does
             found = await self._scan()
         return waited, quiet, found
@@ -194,23 +208,14 @@ class Camera:
         Apps that render after `load` (loaders, SPAs, data fetches) are observed once they have
         rendered, not at `load`."""
         cfg = self.config
-        start = time.monotonic()
         limit_ms = cfg.settle_timeout_ms if timeout_ms is None else timeout_ms
-        deadline = start + limit_ms / 1000
-        quiet = False
-        while True:
-            while self._loading() and time.monotonic() < deadline:
-                await asyncio.sleep(0.02)
-            left_ms = max(0.0, (deadline - time.monotonic()) * 1000)
+
+        async def read(left_ms: float) -> object:
             args = {"quietMs": cfg.settle_quiet_ms, "timeoutMs": left_ms}
-            try:
-                quiet = bool((await self.page.evaluate(SETTLE_JS, args))["quiet"])
-            except PlaywrightError:  # navigating: the new document settles on the next round
-                await settle_load(self.page, cfg.navigation_timeout_s)
-                quiet = False
-            if (quiet and not self._loading()) or time.monotonic() >= deadline:
-                break
-        return (time.monotonic() - start) * 1000, quiet and not self._loading()
+            return await self.page.evaluate(SETTLE_JS, args)
+
+        waited, quiet, _ = await self._until_quiet(limit_ms, read)
+        return waited, quiet
 
     async def _scan(self) -> tuple[tuple[Element, ...], float, float]:
         try:

@@ -222,8 +222,7 @@ async def on_page(session: Session, observed: bool = False) -> Wall | None:
     requested, status = session.document
     url = session.page.url
     same = requested.split("#")[0] == url.split("#")[0]
-    read = session.camera.signals if observed else None
-    raw = read[1] if read is not None and read[0] == url else None
+    raw = session.camera.signals if observed else None
     if isinstance(raw, dict) and raw.get("url") == url:  # read off the document on show
         return classify(Signals.read(raw, status if same else None))
     return await detect(session.page, status if same else None)
