@@ -1,14 +1,18 @@
 """The egress proxy: every connection Chromium makes goes through here and is vetted by the
 URL guard on the address actually dialled.
 
-Route interception sees requests, not connections: a redirect hop of a sub-request is
-followed inside Chromium's network stack without reaching a route handler (seen in the
-security tests), and a name may resolve differently for the browser than for a check made
-before. So the browser is launched with this proxy (Playwright forces loopback through it as
-well), and the proxy resolves each host once, refuses non-public addresses not in the allow
-list, and connects to the address it vetted.
+This is the guard of everything a page loads: frames, fetch/XHR, images, WebSockets, redirect
+hops. Route interception (Playwright's `route`) sees requests, not connections: a redirect hop
+of a sub-request is followed inside Chromium's network stack without reaching a route handler,
+and a name may resolve differently for the browser than for a check made before. So the browser
+is launched with this proxy (Playwright forces loopback through it as well), and the proxy
+resolves each host once, refuses non-public addresses not in the allow list, and connects to
+the address it vetted. Until issue 26 a route handler vetted every request as well; it saw
+nothing the proxy does not (Chromium itself refuses web pages `file:`, `chrome:` and top-level
+`data:` loads; the session vets the URLs it is told to load), and it and its WebSocket twin
+cost 6.7 ms of CPU a step (`bench/browser_loop.py`, 10-step episodes).
 
-    Chromium ─► CONNECT host:port (https, wss) ─► vet ─► tunnel to the vetted address
+    Chromium ─► CONNECT host:port (https, ws, wss) ─► vet ─► tunnel to the vetted address
              ─► GET http://host:port/path      ─► vet ─► forward, one request per connection
 
 What it cannot do it answers itself, and remembers per host:port (`refusal`), with the reject

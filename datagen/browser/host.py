@@ -267,14 +267,14 @@ class BrowserHost:
             viewport={"width": cfg.viewport.width, "height": cfg.viewport.height},
             device_scale_factor=cfg.device_scale_factor,
             accept_downloads=False,  # a download is not data, and fills disks
-            service_workers="block",  # they could fetch past the route-based guard
+            service_workers="block",  # they outlive the page, fetching on no episode's record
         )
         try:
             await context.add_init_script(script=PAGE_INIT_JS)  # before any page script runs
             page = await context.new_page()
             events = PageEvents()
             cdp = await context.new_cdp_session(page)
-            await harden(context, page, self.guard, events, stop=lambda: _crash(cdp))
+            harden(context, page, events, stop=lambda: _crash(cdp))
             page.set_default_timeout(cfg.action_timeout_s * 1000)
             page.set_default_navigation_timeout(cfg.navigation_timeout_s * 1000)
             if self._loads is None:

@@ -1,6 +1,6 @@
-"""What a page may do to an episode, handled on purpose: the URL guard on every request,
-dialogs, pop-ups and new tabs, downloads, renderer crashes, navigation floods. Each is recorded
-in `PageEvents`.
+"""What a page may do to an episode, handled on purpose: dialogs, pop-ups and new tabs,
+downloads, renderer crashes, navigation floods. Each is recorded in `PageEvents`, as are the
+requests the egress proxy refused (egress.py; the session records them).
 
     BrowserContext + Page ─► harden() ─► PageEvents (filled while the episode runs)
 
@@ -22,17 +22,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from playwright.async_api import (
-    BrowserContext,
-    Dialog,
-    Frame,
-    Page,
-    Request,
-    Route,
-    WebSocketRoute,
-)
+from playwright.async_api import BrowserContext, Dialog, Frame, Page
 
-from datagen.browser.guard import BadUrl, NameNotResolved, UrlGuard
 from datagen.config.urls import strip_credentials
 
 log = logging.getLogger(__name__)
@@ -61,15 +52,14 @@ class PageEvents:
             self.blocked.append(strip_credentials(f"{reason}: {url[:300]}"))  # kept in rows
 
 
-async def harden(
+def harden(
     context: BrowserContext,
     page: Page,
-    guard: UrlGuard | None,
     events: PageEvents,
     stop: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
-    """Install the guard and the handlers on a fresh context and its page. `stop` ends the
-    page alone (its renderer), for a page that floods its navigations."""
+    """Install the handlers on a fresh context and its page. `stop` ends the page alone (its
+    renderer), for a page that floods its navigations."""
     tasks: set[asyncio.Task[Any]] = set()
 
     def spawn(coro: Any) -> None:  # keep a reference until done (asyncio holds tasks weakly)
@@ -83,38 +73,6 @@ async def harden(
         tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.debug("page handler failed: %s", task.exception())
-
-    if guard is not None:
-
-        async def on_request(route: Route, request: Request) -> None:
-            try:
-                reason = await guard.check(request.url, top_level=_top_level(request))
-            except NameNotResolved:  # no block: fails as it would without the guard
-                await route.abort("namenotresolved")
-                return
-            except BadUrl:  # Chromium's URLs parse; should one not, it fails, and is no block
-                await route.abort("failed")
-                return
-            if reason is None:
-                await route.continue_()
-            else:
-                events.block(reason, request.url)
-                await route.abort("blockedbyclient")
-
-        async def on_socket(socket: WebSocketRoute) -> None:
-            try:
-                reason = await guard.check(socket.url, top_level=False)
-            except (NameNotResolved, BadUrl) as exc:
-                await socket.close(code=1011, reason=str(exc)[:100])
-                return
-            if reason is None:
-                socket.connect_to_server()
-            else:
-                events.block(reason, socket.url)
-                await socket.close(code=1008, reason="blocked by datagen")
-
-        await context.route("**/*", on_request)
-        await context.route_web_socket("**/*", on_socket)
 
     def flooded(what: str) -> None:
         """Stop a page that floods (once): its renderer crashed, the episode a reject."""
@@ -173,12 +131,3 @@ class Rate:
             self._times.popleft()
         return len(self._times) > self.limit
 
-
-def _top_level(request: Request) -> bool:
-    """A navigation of a main frame (a new tab's first request has no frame yet: top level)."""
-    if not request.is_navigation_request():
-        return False
-    try:
-        return request.frame.parent_frame is None
-    except Exception:
-        return True

@@ -7,7 +7,7 @@ disabled, which halves memory per context. Playwright passes its own `--disable-
 list and a second such switch would replace it, so the two lists are merged.
 
 With the egress proxy (the URL guard on), WebRTC may use only what goes through the proxy
-(`PROXIED_ONLY_SWITCHES`): UDP never does, and the route guard never sees it, so a page's STUN
+(`PROXIED_ONLY_SWITCHES`): UDP never does, and the URL guard never sees it, so a page's STUN
 or TURN server, or a remote ICE candidate, on an address the guard refuses would otherwise be
 sent packets directly (tests/integration/test_egress_udp.py). What else is not an HTTP request
 needs nothing more: WebTransport (HTTP/3, UDP) fails while a proxy is configured, and Chromium

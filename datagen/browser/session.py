@@ -3,7 +3,8 @@
     Session.goto(start URL) ─► [observe() ─► Observation, act(Action), check(SuccessCheck)] × steps
 
 The session follows its page's requests (for settling and for the main document's status),
-vets URLs with the guard before loading them, and observes through its `Camera` (observe.py).
+vets the URLs it is told to load with the guard, records what the egress proxy refused the page
+(egress.py), and observes through its `Camera` (observe.py).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import contextlib
 import logging
 import time
 
-from playwright.async_api import BrowserContext, CDPSession, Page, Request, Response
+from playwright.async_api import BrowserContext, CDPSession, Page, Request, Response, WebSocket
 
 from datagen.browser.actions import execute
 from datagen.browser.egress import REASON_HEADER, EgressProxy
@@ -74,6 +75,7 @@ class Session:
         if egress is not None:
             page.on("response", self._proxy_answered)
             page.on("requestfailed", self._proxy_failed)
+            page.on("websocket", self._socket_opened)
 
     def _request_started(self, request: Request) -> None:
         self._requests[id(request)] = time.monotonic()
@@ -82,15 +84,20 @@ class Session:
         self._requests.pop(id(request), None)
 
     def _proxy_answered(self, response: Response) -> None:
-        """An http request the egress proxy refused (a redirect hop no route handler saw):
-        recorded with the episode's blocked requests, like the route guard's own blocks."""
+        """An http request the egress proxy refused (every connection of the page goes through
+        it): recorded with the episode's blocked requests."""
         if response.headers.get(REASON_HEADER) == RejectReason.BLOCKED_URL.value:
             self._proxy_blocked(response.url)
 
     def _proxy_failed(self, request: Request) -> None:
-        """The same for https and wss: Chromium only says the tunnel failed; the proxy says why."""
-        if "ERR_TUNNEL_CONNECTION_FAILED" in (request.failure or ""):
-            self._proxy_blocked(request.url)
+        """The same for a request that failed without a response: an https one (Chromium only
+        says the tunnel failed), or a cross-origin fetch, whose 403 Chromium's CORS check turns
+        into `net::ERR_FAILED`. The proxy says whether it refused, and why."""
+        self._proxy_blocked(request.url)
+
+    def _socket_opened(self, socket: WebSocket) -> None:
+        """A WebSocket's tunnel refused: Chromium says only that the handshake failed."""
+        socket.on("socketerror", lambda _: self._proxy_blocked(socket.url))
 
     def _proxy_blocked(self, url: str) -> None:
         # the proxy's word, not the header's alone: a site could send that header itself
@@ -120,7 +127,7 @@ class Session:
             raise NavigationFailed(str(exc), RejectReason.BAD_URL) from None
         except NameNotResolved as exc:
             raise NavigationFailed(f"{exc}: {url[:300]}", RejectReason.DNS_FAILED) from None
-        if reason is not None:  # data:, file: and the like never reach a route handler
+        if reason is not None:  # data:, file: and the like: no connection the proxy could vet
             raise NavigationFailed(f"{reason}: {url[:300]}", RejectReason.BLOCKED_URL)
         answers: list[tuple[int, str]] = []  # main document: (status, the proxy's reason or "")
 
@@ -201,7 +208,7 @@ class Session:
             except BadUrl as exc:
                 return f"bad URL: {exc}"
             except NameNotResolved:
-                reason = None  # the route handler aborts it as Chromium would: an error page
+                reason = None  # the egress proxy answers it 502 (dns_failed): an error page
             if reason is not None:
                 return f"blocked: {reason}"
         error = await execute(

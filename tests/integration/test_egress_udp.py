@@ -2,7 +2,7 @@
 candidates by address, by name and by mDNS name), WebTransport, or connection hints must
 send nothing to an address `browser.allow` does not list.
 
-UDP never goes through the egress proxy and the route guard never sees it, so these paths
+UDP never goes through the egress proxy and the URL guard never sees it, so these paths
 are closed by how Chromium is launched (`datagen.browser.launch.PROXIED_ONLY_SWITCHES`). Each
 probe runs in the worker's own browser set-up (`BrowserPlugin`, guard and proxy on) against
 real listeners on loopback ports outside the allow list, which count every datagram and

@@ -1,7 +1,6 @@
 """A start URL the network cannot serve is the network's answer, not a security block: a name
 that does not resolve is `dns_failed`, a host that refuses the connection `unreachable`, with
-the URL guard on (its check, the route handler, the egress proxy) and with it off (Chromium's
-own errors). What the guard refuses stays `blocked_url`; `localhost` and the loopback
+the URL guard on (its check, the egress proxy) and with it off (Chromium's own errors). What the guard refuses stays `blocked_url`; `localhost` and the loopback
 addresses in `browser.allow` cover each other in the guard and in the egress proxy."""
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from datagen.browser.egress import REASON_HEADER
 from datagen.browser.host import BrowserHost
 from datagen.browser.navigation import NavigationFailed
 from datagen.config import BrowserConfig
@@ -122,26 +122,35 @@ def test_dns_and_refused_connections_have_their_own_reasons(
 def test_an_unresolvable_sub_request_is_no_blocked_request(
     browser_plugin: ReadyPlugin, site: str
 ) -> None:
-    async def scenario() -> tuple[list[str], list[str]]:
+    """The page's image of a host without addresses gets the egress proxy's own answer, 502
+    with `dns_failed` (a proxy cannot make Chromium say ERR_NAME_NOT_RESOLVED), and nothing is
+    recorded as blocked."""
+
+    async def scenario() -> tuple[list[str], list[tuple[str, int, str]]]:
         host = BrowserHost(BrowserConfig(), allow=[f"127.0.0.1:{site}"])
         await host.start()
         try:
             async with host.session() as session:
-                failed: list[str] = []
-                session.page.on("requestfailed", lambda r: failed.append(r.failure or ""))
+                answers: list[tuple[str, int, str]] = []
+                session.page.on(
+                    "response",
+                    lambda r: answers.append((r.url, r.status, r.headers.get(REASON_HEADER, ""))),
+                )
                 await session.goto(f"http://127.0.0.1:{site}/page")
                 # 300 ms at the least (a block has as long as ever to show), and until the
-                # lookup failed (asserted below), which a loaded machine can take longer to do
+                # proxy answered the image (asserted below), which a loaded machine can take
+                # longer to do
                 await asyncio.gather(
                     asyncio.sleep(0.3),
-                    eventually(lambda: any("ERR_NAME_NOT_RESOLVED" in f for f in failed)),
+                    eventually(lambda: any(NO_SUCH_HOST in url for url, *_ in answers)),
                 )
-                return list(session.events.blocked), failed
+                return list(session.events.blocked), answers
         finally:
             await host.close()
 
-    blocked, failed = browser_plugin.run(scenario())
-    assert blocked == [] and any("ERR_NAME_NOT_RESOLVED" in f for f in failed), (blocked, failed)
+    blocked, answers = browser_plugin.run(scenario())
+    image = [(status, why) for url, status, why in answers if NO_SUCH_HOST in url]
+    assert blocked == [] and image == [(502, "dns_failed")], (blocked, answers)
 
 
 def test_localhost_and_loopback_allow_entries_cover_each_other(

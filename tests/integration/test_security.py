@@ -1,7 +1,8 @@
 """The URL guard against a page trying to reach a loopback service and the cloud metadata
 address: top-level, redirects, iframes, fetch/XHR, images, WebSockets and DNS names; IPv6
-addresses carrying those IPv4 ones, at the route guard and at the egress proxy; and the proxy's
-blocks recorded on the episode, its 403 page never a step."""
+addresses carrying those IPv4 ones, at the egress proxy (what pages load, redirect hops) and
+the guard (start URLs); and the proxy's blocks recorded on the episode, its 403 page never a
+step."""
 
 from __future__ import annotations
 
@@ -65,8 +66,8 @@ ATTACKS = {
     "redirect-sub": '<img src="/redirect?to={secret}/via-redirect.png">',
     # (a file: iframe inside an http page is refused by Chromium itself before any request)
 }
-# IPv6 forms of non-public IPv4 addresses: loaded directly (the route guard) and as a redirect
-# hop of a sub-request (only the egress proxy sees it)
+# IPv6 forms of non-public IPv4 addresses: loaded directly and as a redirect hop of a
+# sub-request (the egress proxy refuses both)
 EMBEDDED_PAGES = {
     "ipv6": "".join(f'<img src="http://[{a}]/x.png">' for a in EMBEDDED.values()),
     "ipv6-hop": "".join(
@@ -175,8 +176,8 @@ def test_pages_cannot_reach_loopback_or_metadata(
         assert reasons, f"{kind}: nothing was blocked"
     assert any("169.254.169.254" in r for r in blocked["fetch"])
     assert any("localhost" in r for r in blocked["dns"])
-    # A redirect hop of a sub-request never reaches a route handler: the egress proxy stops it,
-    # and the episode records it like the route guard's own blocks.
+    # A redirect hop of a sub-request is followed inside Chromium's network stack: the egress
+    # proxy stops it on the connection, and the episode records it like any other refusal.
     assert any(hop in r for r in egress)
     assert blocked["redirect-sub"] == [
         f"127.0.0.1 is not a public address (allow it in browser.allow): http://{hop}"
@@ -291,7 +292,7 @@ def test_ipv6_forms_of_blocked_ipv4_addresses_are_refused_by_guard_and_proxy(
         return seen["ipv6"], seen["ipv6-hop"], starts, answers
 
     direct, hops, starts, answers = browser_plugin.run(scenario(), timeout=120)
-    assert addresses(direct) == forms  # the route guard refused every image
+    assert addresses(direct) == forms  # the egress proxy refused every image
     assert addresses(hops) == forms  # the egress proxy refused every hop, recorded on the page
     assert all("not a public address" in entry for entry in direct + hops)
     assert starts == ["blocked_url"] * len(EMBEDDED)
