@@ -130,4 +130,3 @@ class Rate:
         while now - self._times[0] > FLOOD_WINDOW_S:
             self._times.popleft()
         return len(self._times) > self.limit
-
