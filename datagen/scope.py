@@ -189,8 +189,8 @@ def page_problem(
 
     `status` is the HTTP status of the document on show (None: unknown, e.g. after a
     same-document navigation); `requested` the URL the main frame last asked for (what an
-    error page failed to load). A navigation the URL guard blocked shows Chromium's error
-    page: an error_page when its URL is in scope, else off_scope.
+    error page failed to load). A navigation the egress proxy refused shows its 403 page (an
+    https one Chromium's error page): an error_page when its URL is in scope, else off_scope.
     """
     if url.startswith("chrome-error:"):
         failed = requested or url

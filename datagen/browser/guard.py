@@ -2,8 +2,9 @@
 
 Task lists come from users and the open web, and a page can point the browser anywhere: at
 the cluster's own services, at the cloud metadata endpoint, at local files. By default the
-guard blocks, for top-level navigations and for every sub-request (frames, fetch/XHR, images,
-redirect hops, WebSockets):
+guard blocks, for the URLs a browser is told to load (start URLs, gotos: `check`) and, in the
+egress proxy (egress.py), for every connection a page makes (navigations, frames, fetch/XHR,
+images, redirect hops, WebSockets: `vet`):
 
 - schemes other than http(s)/ws(s) — `file:`, `javascript:`, `chrome:`, … — and `data:` as a
   top-level navigation (a data: image inside a page is fine);
@@ -26,9 +27,10 @@ Nor is a URL that does not parse (an unclosed `[`, a port out of range or not a 
 `check` and `split_url` raise `BadUrl` (a `bad_url` reject, or an action error for a goto);
 `check_static` returns why.
 
-Known limit: the browser resolves names itself after our check, so a DNS answer that changes
-between the two (rebinding) is not caught here; run untrusted task lists on workers whose
-network cannot reach internal services.
+DNS rebinding: the egress proxy resolves a name once, vets the addresses and dials the one it
+vetted, so a DNS answer that changes between a check and the load cannot reach an address the
+guard refuses. Still, run untrusted task lists on workers whose network cannot reach internal
+services: the guard is one layer, not the network's own.
 """
 
 from __future__ import annotations

@@ -99,7 +99,9 @@ def launch_options(
     ignore = [f"--disable-features={','.join(theirs)}"] if theirs else []
     # Playwright adds --no-sandbox itself (chromium_sandbox defaults to False), which root needs.
     return {
-        **({"proxy": {"server": proxy}} if proxy is not None else {}),
+        # loopback through the proxy as well, whatever PLAYWRIGHT_DISABLE_FORCED_CHROMIUM_
+        # PROXIED_LOOPBACK says (Playwright's default, which that variable turns off)
+        **({"proxy": {"server": proxy, "bypass": "<-loopback>"}} if proxy is not None else {}),
         "executable_path": executable,
         "headless": headless,
         "args": args,

@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 
 from datagen.browser.egress import EgressProxy
-from datagen.browser.hostile import PageEvents
 from datagen.config.urls import strip_credentials
 from datagen.records import RejectReason
 
@@ -50,7 +49,6 @@ def navigation_failure(
     last: str,
     began: float,
     egress: EgressProxy | None,
-    events: PageEvents,
 ) -> NavigationFailed:
     """Why `url` did not load. `answers`: the main document's (status, the proxy's reason or "")
     responses; `last`: the last main-document request (redirect hops included); `began`: when
@@ -62,8 +60,6 @@ def navigation_failure(
             return NavigationFailed(f"{url}: {refusal.detail}", refusal.reason)
         return NavigationFailed(f"{url}: HTTP {status}")
     text = str(exc).splitlines()[0] if exc is not None else ""
-    if "ERR_BLOCKED_BY_CLIENT" in text and events.blocked:
-        return NavigationFailed(events.blocked[-1], RejectReason.BLOCKED_URL)
     if INVALID_URL in text:  # Python's parser let it through, Chromium's did not
         return NavigationFailed(f"{url[:300]}: {text}", RejectReason.BAD_URL)
     code = NET_ERROR.search(text)

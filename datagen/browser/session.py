@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 LONG_REQUEST_S = 2.0  # a request open longer than this is a poll or a stream, not loading
 CONCURRENT_LOADS = 4  # both cores saturate at ~4 active pages: more loads at once only time out
 CHECK_SETTLE_MS = 5000
+# How Chromium reports a request the egress proxy refused when the page gets no response
+PROXY_FAILURES = ("net::ERR_TUNNEL_CONNECTION_FAILED", "net::ERR_FAILED")
 # The check's value, awaited when it is a promise (bounded: one that never settles is broken),
 # and returned as JSON only when it is a boolean; otherwise its type and a glimpse of it.
 CHECK_JS = (
@@ -72,9 +74,9 @@ class Session:
         page.on("request", self._request_started)
         page.on("requestfinished", self._request_ended)
         page.on("requestfailed", self._request_ended)
-        if egress is not None:
-            page.on("response", self._proxy_answered)
-            page.on("requestfailed", self._proxy_failed)
+        if egress is not None:  # the context's: a pop-up's first load too (it is then closed)
+            context.on("response", self._proxy_answered)
+            context.on("requestfailed", self._proxy_failed)
             page.on("websocket", self._socket_opened)
 
     def _request_started(self, request: Request) -> None:
@@ -92,8 +94,10 @@ class Session:
     def _proxy_failed(self, request: Request) -> None:
         """The same for a request that failed without a response: an https one (Chromium only
         says the tunnel failed), or a cross-origin fetch, whose 403 Chromium's CORS check turns
-        into `net::ERR_FAILED`. The proxy says whether it refused, and why."""
-        self._proxy_blocked(request.url)
+        into `net::ERR_FAILED`. The proxy says whether it refused, and why (a request aborted,
+        or refused by the page's own policies, is none of its doing)."""
+        if (request.failure or "").endswith(PROXY_FAILURES):
+            self._proxy_blocked(request.url)
 
     def _socket_opened(self, socket: WebSocket) -> None:
         """A WebSocket's tunnel refused: Chromium says only that the handshake failed."""
@@ -167,7 +171,7 @@ class Session:
         last: str,
         began: float,
     ) -> NavigationFailed:
-        return navigation_failure(url, exc, answers, last, began, self.egress, self.events)
+        return navigation_failure(url, exc, answers, last, began, self.egress)
 
     async def observe(self) -> Observation:
         """Screenshot and DOM elements of one moment (`Camera.observe`)."""

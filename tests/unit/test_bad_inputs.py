@@ -211,6 +211,16 @@ PIPELINES = [
         "url_guard: false",
         with_key("browser: {url_guard: false, allow: [a.example]}\n"),
     ),
+    Case(
+        "a switch around the egress proxy",
+        "'--proxy-bypass-list=*' would route the browser around the egress proxy",
+        with_key("browser: {extra_args: ['--lang=fr', '--proxy-bypass-list=*']}\n"),
+    ),
+    Case(
+        "no proxy at all",
+        "'--no-proxy-server' would route",
+        with_key("browser: {extra_args: ['--no-proxy-server']}\n"),
+    ),
     Case("engine url ftp", "engine.url", with_key("engine: {url: 'ftp://h:8000'}\n")),
     Case("engine url bad port", "engine.url", with_key("engine: {url: 'http://h:99999/v1'}\n")),
     Case(
