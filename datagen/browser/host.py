@@ -150,10 +150,11 @@ class BrowserHost:
         """The private resident memory of all the browser's processes (statm), read at most
         every BOUND_EVERY_S and shared by its pages: no page holds more, so while this is below
         a page's ceiling its check needs nothing finer (PageMemory). The processes are listed
-        again (~3 ms: psutil reads every process's stat) when `relist` (a page that is new, or
-        navigated to another origin, may have a renderer the list lacks), when a listed one
-        is gone (Chromium swapped a renderer), and at least every RELIST_S (any process Chromium
-        started meanwhile)."""
+        again (~1 ms: psutil reads every process's stat) when `relist` (a page that is new, or
+        navigated to another origin, may have a renderer the list lacks), and at least every
+        RELIST_S (any process Chromium started meanwhile, a renderer it swapped in for a page
+        that stayed on its origin). A listed process that is gone (the renderer of a context
+        that closed: one an episode) is dropped; it holds nothing now."""
         now = time.monotonic()
         when, value = self._bound
         if relist or not self._listed or now - self._listed_at >= RELIST_S:
@@ -161,9 +162,8 @@ class BrowserHost:
         elif now - when < BOUND_EVERY_S:
             return value
         read = [private_mb(p, missing=-1.0) for p in self._listed]
-        if -1.0 in read:  # one is gone: list them again
-            self._listed, self._listed_at = self._browser_processes(), now
-            read = [private_mb(p) for p in self._listed]
+        if -1.0 in read:
+            self._listed = [p for p, mb in zip(self._listed, read, strict=True) if mb >= 0]
         value = sum(mb for mb in read if mb > 0)
         self._bound = (now, value)
         return value
