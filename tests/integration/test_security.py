@@ -346,3 +346,25 @@ def test_a_goto_redirected_to_a_blocked_address_is_recorded_and_never_a_step(
             assert hop in blocked, hop
         assert ["led to" in (s.action_error or "") for s in out.steps] == [1, 1, 0, 1, 1]
     assert secret.hits == []
+
+
+def test_loopback_stays_behind_the_proxy_whatever_playwrights_environment_says(
+    browser_plugin: ReadyPlugin,
+    servers: tuple[Recorder, Recorder],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """PLAYWRIGHT_DISABLE_FORCED_CHROMIUM_PROXIED_LOOPBACK drops Playwright's own rule that sends
+    loopback through the proxy. Ours is given explicitly (`launch_options`): without it, this
+    page's fetch went straight to the loopback service, and nothing was blocked."""
+    monkeypatch.setenv("PLAYWRIGHT_DISABLE_FORCED_CHROMIUM_PROXIED_LOOPBACK", "1")
+    secret, site = servers
+    origin = f"127.0.0.1:{site.server_address[1]}"
+    target = f"127.0.0.1:{secret.server_address[1]}/fetch"
+    host = BrowserHost(BrowserConfig(), allow=[origin])
+
+    def done(url: str, blocked: list[str]) -> bool:
+        return any(target in r for r in blocked)
+
+    (outcome, blocked), _ = visit(browser_plugin, host, [f"http://{origin}/fetch"], done)
+    assert secret.hits == [] and outcome == "ok"
+    assert any(target in r and "not a public address" in r for r in blocked), blocked
