@@ -62,6 +62,88 @@
       return Reflect.apply(target, self, args);
     },
   });
+  // What else the page has scheduled, so that the settle can end its quiet window as soon as
+  // nothing can change the page on its own (settle.js, `calm`) instead of always waiting it out:
+  // frame callbacks still to run, intervals (a short one is a ticker: never calm), idle
+  // callbacks, fetches and XHRs in flight, and when the page last posted a message (React's
+  // scheduler and others run their work from MessageChannel posts).
+  const nativeFrame = window.requestAnimationFrame;
+  state.frame = (callback) => nativeFrame.call(window, callback);
+  state.frames = new Set();
+  state.intervals = new Map();  // id -> delay
+  state.idle = new Set();
+  state.inflight = 0;
+  state.lastPost = -Infinity;
+  const trackCall = (owner, name, wrap) => {
+    const original = owner && owner[name];
+    if (typeof original !== 'function') return;
+    // `wrap` calls the original once and lets its errors reach the page unchanged.
+    owner[name] = new Proxy(original, { apply: wrap });
+  };
+  // A pending callback is forgotten when it runs or is cancelled. The callback is wrapped only
+  // when it is a function; the page's return value and `this` are kept.
+  const pending = (set, cancel) => (target, self, args) => {
+    const [callback] = args;
+    if (typeof callback !== 'function') return Reflect.apply(target, self, args);
+    let id = 0;
+    const wrapped = function (...rest) { set.delete(id); return callback.apply(this, rest); };
+    id = Reflect.apply(target, self, [wrapped, ...args.slice(1)]);
+    set.add(id);
+    return id;
+  };
+  trackCall(window, 'requestAnimationFrame', pending(state.frames));
+  trackCall(window, 'requestIdleCallback', pending(state.idle));
+  trackCall(window, 'cancelAnimationFrame', (target, self, args) => {
+    state.frames.delete(args[0]);
+    return Reflect.apply(target, self, args);
+  });
+  trackCall(window, 'cancelIdleCallback', (target, self, args) => {
+    state.idle.delete(args[0]);
+    return Reflect.apply(target, self, args);
+  });
+  trackCall(window, 'setInterval', (target, self, args) => {
+    const id = Reflect.apply(target, self, args);
+    state.intervals.set(id, Number(args[1] || 0));
+    return id;
+  });
+  trackCall(window, 'clearInterval', (target, self, args) => {
+    state.intervals.delete(args[0]);
+    return Reflect.apply(target, self, args);
+  });
+  const posted = (target, self, args) => {
+    state.lastPost = performance.now();
+    return Reflect.apply(target, self, args);
+  };
+  const nativePort = window.MessagePort && MessagePort.prototype.postMessage;  // ours: untracked
+  trackCall(window, 'postMessage', posted);
+  if (window.MessagePort) trackCall(MessagePort.prototype, 'postMessage', posted);
+  // Resolves once every message the page posted before it has been delivered (one channel's
+  // round trip: the posted-message queue is first in, first out).
+  state.flush = () => new Promise((resolve) => {
+    if (!nativePort) { resolve(); return; }
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => { channel.port1.close(); resolve(); };
+    nativePort.call(channel.port2, 0);
+  });
+  trackCall(window, 'fetch', (target, self, args) => {
+    const result = Reflect.apply(target, self, args);
+    if (result && typeof result.then === 'function') {
+      state.inflight += 1;
+      const done = () => { state.inflight -= 1; };
+      Promise.prototype.then.call(result, done, done);
+    }
+    return result;
+  });
+  if (window.XMLHttpRequest) {
+    trackCall(XMLHttpRequest.prototype, 'send', (target, self, args) => {
+      // counted before it is sent: a synchronous request ends inside `send`
+      let open = true;
+      const end = () => { if (open) { open = false; state.inflight -= 1; } };
+      native.call(self, 'loadend', end, { once: true });
+      state.inflight += 1;
+      try { return Reflect.apply(target, self, args); } catch (e) { end(); throw e; }
+    });
+  }
   // Script-driven animation: an element whose inline geometry (left, top, transform, margins,
   // size) a script rewrites again and again (three times, without a pause of a second) is
   // moving, even at a moment it is still. Other inline-style writes (a colour, Playwright's own

@@ -2,13 +2,21 @@
 // and no short timer still to fire (page_init.js keeps both), no finite CSS transition or
 // animation still running, and a frame painted after that. Returns
 // {quiet: false} when `timeoutMs` ran out first (a page that animates or polls forever).
+//
+// The quiet window ends early when the page is calm: a frame has been painted since its last
+// change, the messages it posted before then have been delivered, and it has nothing scheduled
+// that could change it on its own (no timer, frame or idle callback pending, no short interval,
+// no fetch or XHR in flight: page_init.js follows them). Then waiting out the rest of the window
+// could only see a change that nothing on the page has asked for. `early` says which way it
+// ended.
 async ({ quietMs, timeoutMs }) => {
   const start = performance.now();
   const state = window[Symbol.for('datagen.page')];
   // The page's setTimeout counts its timers (page_init.js): ours must not be among them.
   const sleep = state ? state.sleep : (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  const nextFrame = state && state.frame ? state.frame : (cb) => requestAnimationFrame(cb);
   const frame = () => Promise.race([  // a page in a background state paints no frames
-    new Promise((resolve) => requestAnimationFrame(() => resolve())), sleep(100),
+    new Promise((resolve) => nextFrame(() => resolve())), sleep(100),
   ]);
   if (document.fonts && document.fonts.status !== 'loaded') {
     await Promise.race([document.fonts.ready, sleep(timeoutMs)]);
@@ -20,26 +28,47 @@ async ({ quietMs, timeoutMs }) => {
     const t = a.effect.getComputedTiming();
     return Number.isFinite(t.endTime) && t.localTime !== null && t.localTime < t.endTime;
   });
+  // Nothing scheduled that could change the page by itself (a ticker of an interval under a
+  // second counts as scheduled: its page is never calm, and waits the window out).
+  const TICKER_MS = 1000;
+  const calm = () => Boolean(state && state.frames && state.flush) && !state.frames.size
+    && !state.idle.size && !state.inflight
+    && ![...state.intervals.values()].some((delay) => delay < TICKER_MS);
   // A wait that ran far past what was asked means the renderer was starved (a loaded machine):
   // the page's own timers were held up as long, so no change during that gap proves nothing,
   // and quiet counts again from its end. (Else a loader updating every 25 ms, paused by the
   // machine, passed for a settled page.) STARVED_MS covers a frame's wait (~17 ms).
   const STARVED_MS = 35;
-  let quietFrom = -Infinity, asked = 0, before = start;
+  let quietFrom = -Infinity, asked = 0, before = start, painted = -Infinity;
   // Already quiet (the usual case a while after an action): no frame to wait for, since the
   // last one painted after the last change. Else wait frame by frame.
   for (let first = true; ; first = false) {
-    if (!first) await frame();
-    const now = performance.now();
+    if (!first) {
+      await frame();
+      painted = performance.now();
+    }
+    let now = performance.now();
     if (!first && now - before > asked + STARVED_MS) quietFrom = now;
-    const last = Math.max(state ? state.lastMutation : start, quietFrom);
+    let last = Math.max(state ? state.lastMutation : start, quietFrom);
     const timers = state ? state.timers.size : 0;
-    if (now - last >= quietMs && !timers && !finishing()) {
-      return { quiet: true };
+    const still = !timers && !finishing();
+    if (now - last >= quietMs && still) return { quiet: true, early: false };
+    if (still && painted > last && calm()) {
+      // a frame since the last change: deliver what the page posted before it, then look again
+      await state.flush();
+      now = performance.now();
+      last = Math.max(state.lastMutation, quietFrom);
+      const settled = state.lastPost < painted && painted > last && !state.timers.size;
+      if (settled && calm() && !finishing()) {
+        return { quiet: true, early: true };
+      }
     }
     if (now - start >= timeoutMs) return { quiet: false };
-    asked = Math.max(10, Math.min(timers ? 20 : quietMs - (now - last), timeoutMs - (now - start)));
+    const wait = timers ? 20 : quietMs - (now - last);
+    // calm and still: the next frame may end it (asked 0: just that frame)
+    asked = still && calm() && painted <= last ? 0 : Math.max(10, wait);
+    asked = Math.min(asked, timeoutMs - (now - start));
     before = performance.now();
-    await sleep(asked);
+    if (asked > 0) await sleep(asked);
   }
 }
