@@ -64,10 +64,11 @@ async ({ quietMs, timeoutMs }) => {
       }
     }
     if (now - start >= timeoutMs) return { quiet: false };
-    const wait = timers ? 20 : quietMs - (now - last);
-    // calm and still: the next frame may end it (asked 0: just that frame)
-    asked = still && calm() && painted <= last ? 0 : Math.max(10, wait);
-    asked = Math.min(asked, timeoutMs - (now - start));
+    // Calm and still: the next frame may end it (asked 0: just that frame). Something pending
+    // (a timer, a frame callback, a fetch) may be done soon: look again within POLL_MS.
+    const POLL_MS = 20;
+    const wait = still && calm() ? 0 : Math.max(10, Math.min(POLL_MS, quietMs - (now - last)));
+    asked = Math.min(wait, timeoutMs - (now - start));
     before = performance.now();
     if (asked > 0) await sleep(asked);
   }

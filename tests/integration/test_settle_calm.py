@@ -1,0 +1,62 @@
+"""The settle's quiet window ends early only when nothing on the page can change it by itself.
+
+`calm.html` renders a result after each kind of work an app schedules (a posted message, a frame
+callback, an idle callback, a fetch, an XHR, a chain of them) or at once; its own
+MutationObserver counts every change (`changes`) independently of datagen. With a quiet window
+far longer than any of those renders (5 s), a settle that ends before it ended early: it must
+then hold what the page rendered, and the page must not change after it."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from datagen.browser.host import BrowserHost
+from datagen.browser.observe import SETTLE_JS
+from datagen.source.serve import SiteServer
+from tests.helpers import ReadyPlugin
+
+pytestmark = pytest.mark.browser
+
+# datagen's settle and the page's own record of itself, read in one go (nothing in between)
+SETTLED = f"""async (args) => {{
+  const result = await ({SETTLE_JS})(args);
+  return {{ result, done: window.done || null, changes: window.changes }};
+}}"""
+LONG_WINDOW = {"quietMs": 5000, "timeoutMs": 20000}
+AFTER_S = 0.5  # long after any of the page's renders would have come
+
+
+@pytest.mark.parametrize("how", ["sync", "message", "frame", "idle", "fetch", "xhr", "chain"])
+def test_an_early_settle_holds_the_render_and_nothing_follows(
+    browser_plugin: ReadyPlugin, patient_host: BrowserHost, pages: SiteServer, how: str
+) -> None:
+    async def scenario() -> tuple[dict[str, Any], int]:
+        async with patient_host.session() as session:
+            await session.goto(pages.base_url + "calm.html")
+            await session.page.click(f"#{how}")
+            settled = await session.page.evaluate(SETTLED, LONG_WINDOW)
+            await asyncio.sleep(AFTER_S)
+            return settled, int(await session.page.evaluate("window.changes"))
+
+    settled, changes_later = browser_plugin.run(scenario(), timeout=60)
+    assert settled["result"] == {"quiet": True, "early": True}, settled
+    assert settled["done"] == how  # the render was waited for
+    assert changes_later == settled["changes"]  # and nothing came after the settle
+
+
+def test_a_ticker_is_never_calm(
+    browser_plugin: ReadyPlugin, patient_host: BrowserHost, pages: SiteServer
+) -> None:
+    """An interval under a second rewriting the page: the window is never cut short."""
+
+    async def scenario() -> dict[str, Any]:
+        async with patient_host.session() as session:
+            await session.goto(pages.base_url + "calm.html")
+            await session.page.click("#ticker")
+            return dict(await session.page.evaluate(SETTLED, {"quietMs": 5000, "timeoutMs": 1500}))
+
+    settled = browser_plugin.run(scenario(), timeout=60)
+    assert settled["result"] == {"quiet": False}, settled
