@@ -1,7 +1,9 @@
 """What an observation costs the page, counted on real Chromium: one evaluate before the
 screenshot (settle, wall signals and scan together), one after it (the re-measure), and the
 scan's 35 KB function sent once per document, not once per observation. And the page memory
-check's upper bound: all the browser's processes hold at least what the page's renderer does."""
+check's upper bound: all the browser's processes hold at least what the page's renderer does,
+listed from /proc as psutil would; and a page already loaded is known so without asking
+Playwright."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Any
 import pytest
 
 from datagen.browser.memory import private_mb
+from datagen.browser.observe import loaded, settle_load
 from datagen.browser.walls import on_page
 from datagen.source.serve import SiteServer
 from tests.helpers import ReadyPlugin
@@ -71,3 +74,48 @@ def test_the_memory_bound_covers_the_pages_renderer(
 
     own, bound = browser_plugin.run(scenario())
     assert 0 < own <= bound
+
+
+def test_the_browsers_processes_are_listed_from_proc_as_psutil_would(
+    browser_plugin: ReadyPlugin, pages: SiteServer
+) -> None:
+    """The host lists its browser's processes from /proc/PID/task/*/children: the same set as
+    psutil's walk over every process on the machine, with a page open (its renderer too)."""
+    host = browser_plugin.host
+
+    async def scenario() -> tuple[set[int], set[int]]:
+        async with host.session() as session:
+            await session.goto(pages.base_url + "occluded.html")
+            listed = host._browser_processes()
+            main = listed[0]
+            return {p.pid for p in listed[1:]}, {p.pid for p in main.children(recursive=True)}
+
+    ours, psutils = browser_plugin.run(scenario())
+    assert len(ours) >= 3 and ours == psutils  # browser's zygotes, GPU, network, renderer...
+
+
+def test_a_loaded_page_is_known_loaded_without_asking_playwright(
+    browser_plugin: ReadyPlugin, pages: SiteServer
+) -> None:
+    """After every action the session waits for `load`; a page already loaded is answered from
+    Playwright's own record of the main frame's load states (no waiter, no driver messages).
+    Fails if this Playwright keeps no such record (the wait would then always ask it)."""
+    host = browser_plugin.host
+
+    async def scenario() -> tuple[bool, bool, list[str]]:
+        async with host.session() as session:
+            fresh = loaded(session.page)  # about:blank has loaded too
+            await session.goto(pages.base_url + "occluded.html")
+            asked: list[str] = []
+            wait = session.page.wait_for_load_state
+
+            async def counted(*args: Any, **kwargs: Any) -> None:
+                asked.append("load")
+                await wait(*args, **kwargs)
+
+            session.page.wait_for_load_state = counted  # type: ignore[method-assign]
+            await settle_load(session.page, 5.0)
+            return fresh, loaded(session.page), asked
+
+    fresh, after_goto, asked = browser_plugin.run(scenario())
+    assert fresh and after_goto and asked == []
