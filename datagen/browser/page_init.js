@@ -125,7 +125,24 @@
     channel.port1.onmessage = () => { channel.port1.close(); resolve(); };
     nativePort.call(channel.port2, 0);
   });
-  trackCall(window, 'fetch', (target, self, args) => {
+  // Resize observers report in a frame's rendering steps (sticky headers, virtual lists): a page
+  // that uses one is settled only after a frame is painted. Intersection observers (lazy
+  // loaders, infinite lists) report in a task queued some time after that frame, which nothing
+  // here can see coming: a page that uses one is never calm, and waits the window out.
+  state.observed = 0;
+  state.intersections = 0;
+  const counted = (name, key) => {
+    if (!window[name]) return;
+    trackCall(window[name].prototype, 'observe', (target, self, args) => {
+      state[key] += 1;
+      return Reflect.apply(target, self, args);
+    });
+  };
+  counted('ResizeObserver', 'observed');
+  counted('IntersectionObserver', 'intersections');
+  // A fetch is in flight until its promise settles, and so is the reading of a response's body
+  // (`fetch(url).then((r) => r.json()).then(render)`: the render waits for both).
+  const inFlight = (target, self, args) => {
     const result = Reflect.apply(target, self, args);
     if (result && typeof result.then === 'function') {
       state.inflight += 1;
@@ -133,7 +150,13 @@
       Promise.prototype.then.call(result, done, done);
     }
     return result;
-  });
+  };
+  trackCall(window, 'fetch', inFlight);
+  if (window.Response) {
+    for (const read of ['arrayBuffer', 'blob', 'bytes', 'formData', 'json', 'text']) {
+      trackCall(Response.prototype, read, inFlight);
+    }
+  }
   if (window.XMLHttpRequest) {
     trackCall(XMLHttpRequest.prototype, 'send', (target, self, args) => {
       // counted before it is sent: a synchronous request ends inside `send`

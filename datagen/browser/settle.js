@@ -29,11 +29,19 @@ async ({ quietMs, timeoutMs }) => {
     return Number.isFinite(t.endTime) && t.localTime !== null && t.localTime < t.endTime;
   });
   // Nothing scheduled that could change the page by itself (a ticker of an interval under a
-  // second counts as scheduled: its page is never calm, and waits the window out).
+  // second counts as scheduled, and so does an intersection observer: their pages are never
+  // calm, and wait the window out).
   const TICKER_MS = 1000;
   const calm = () => Boolean(state && state.frames && state.flush) && !state.frames.size
-    && !state.idle.size && !state.inflight
+    && !state.idle.size && !state.inflight && !state.intersections
     && ![...state.intervals.values()].some((delay) => delay < TICKER_MS);
+  // Nothing on the page runs in a frame's rendering steps (no frame callback or intersection
+  // observer: `calm`; no resize observer; no lazy image or iframe, whose load a frame starts): a
+  // frame painted after the last change would show the page nothing new, and is not waited
+  // for (it costs ~5 ms of CPU across the renderer, the GPU process and the browser; the
+  // screenshot paints its own).
+  const frameless = () => !state.observed
+    && !document.querySelector('img[loading=lazy], iframe[loading=lazy]');
   // A wait that ran far past what was asked means the renderer was starved (a loaded machine):
   // the page's own timers were held up as long, so no change during that gap proves nothing,
   // and quiet counts again from its end. (Else a loader updating every 25 ms, paused by the
@@ -53,12 +61,15 @@ async ({ quietMs, timeoutMs }) => {
     const timers = state ? state.timers.size : 0;
     const still = !timers && !finishing();
     if (now - last >= quietMs && still) return { quiet: true, early: false };
-    if (still && painted > last && calm()) {
-      // a frame since the last change: deliver what the page posted before it, then look again
+    if (still && (painted > last || frameless()) && calm()) {
+      // A frame painted since the last change, or nothing waits for one: deliver what the page
+      // posted before, then look again.
+      const posted = state.lastPost, changed = last;
       await state.flush();
       now = performance.now();
       last = Math.max(state.lastMutation, quietFrom);
-      const settled = state.lastPost < painted && painted > last && !state.timers.size;
+      const framed = painted > last ? state.lastPost < painted : posted === state.lastPost;
+      const settled = framed && last <= changed && !state.timers.size;
       if (settled && calm() && !finishing()) {
         return { quiet: true, early: true };
       }

@@ -2,7 +2,9 @@
 
 `calm.html` renders a result after each kind of work an app schedules (a posted message, a frame
 callback, an idle callback, a fetch, an XHR, a chain of them) or at once; its own
-MutationObserver counts every change (`changes`) independently of datagen. With a quiet window
+MutationObserver counts every change (`changes`) independently of datagen. (A resize
+observer reports in a frame's rendering steps: a page that uses one waits for a painted frame.
+An intersection observer reports some time after: a page that uses one is never calm.) With a quiet window
 far longer than any of those renders (5 s), a settle that ends before it ended early: it must
 then hold what the page rendered, and the page must not change after it."""
 
@@ -29,7 +31,10 @@ LONG_WINDOW = {"quietMs": 5000, "timeoutMs": 20000}
 AFTER_S = 0.5  # long after any of the page's renders would have come
 
 
-@pytest.mark.parametrize("how", ["sync", "message", "frame", "idle", "fetch", "xhr", "chain"])
+HOWS = ["sync", "message", "frame", "idle", "fetch", "xhr", "chain", "resize"]
+
+
+@pytest.mark.parametrize("how", HOWS)
 def test_an_early_settle_holds_the_render_and_nothing_follows(
     browser_plugin: ReadyPlugin, patient_host: BrowserHost, pages: SiteServer, how: str
 ) -> None:
@@ -45,6 +50,23 @@ def test_an_early_settle_holds_the_render_and_nothing_follows(
     assert settled["result"] == {"quiet": True, "early": True}, settled
     assert settled["done"] == how  # the render was waited for
     assert changes_later == settled["changes"]  # and nothing came after the settle
+
+
+def test_an_intersection_observers_report_is_waited_for(
+    browser_plugin: ReadyPlugin, patient_host: BrowserHost, pages: SiteServer
+) -> None:
+    """Its report comes in a task some time after a frame: the page waits the window out (no
+    early end), and holds the report when it ends."""
+
+    async def scenario() -> dict[str, Any]:
+        async with patient_host.session() as session:
+            await session.goto(pages.base_url + "calm.html")
+            await session.page.click("#observer")
+            return dict(await session.page.evaluate(SETTLED, {"quietMs": 300, "timeoutMs": 20000}))
+
+    settled = browser_plugin.run(scenario(), timeout=60)
+    assert settled["result"] == {"quiet": True, "early": False}, settled
+    assert settled["done"] == "observer"
 
 
 def test_a_ticker_is_never_calm(
