@@ -321,14 +321,20 @@ def _descendants(process: psutil.Process) -> list[psutil.Process]:
     todo = [process.pid]
     while todo:
         pid = todo.pop()
-        with contextlib.suppress(OSError):  # gone meanwhile: neither it nor its children count
-            for task in os.scandir(f"/proc/{pid}/task"):
-                with open(f"{task.path}/children", encoding="ascii") as listing:
+        try:
+            tasks = [task.path for task in os.scandir(f"/proc/{pid}/task")]
+        except OSError:  # gone meanwhile: neither it nor its children count
+            continue
+        for task in tasks:  # a child is listed under the thread that started it
+            try:
+                with open(f"{task}/children", encoding="ascii") as listing:
                     children = [int(child) for child in listing.read().split()]
-                for child in children:
-                    with contextlib.suppress(psutil.NoSuchProcess):
-                        found.append(psutil.Process(child))
-                        todo.append(child)
+            except OSError:  # a thread that ended meanwhile (Chromium's pools come and go)
+                continue
+            for child in children:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    found.append(psutil.Process(child))
+                    todo.append(child)
     return found
 
 

@@ -57,7 +57,9 @@ class BrowserConfig(Section):
         ge=0,
         le=5_000,
         description="before each observation: no DOM change and no new request for this long "
-        "(then a painted frame), so the screenshot and the element boxes show one moment",
+        "(then a painted frame), so the screenshot and the element boxes show one moment; it "
+        "ends sooner once the page has nothing scheduled that could change it "
+        "(docs/observation.md)",
     )
     settle_timeout_ms: int = Field(
         1500,
