@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -217,7 +216,7 @@ class BrowserHost:
         if main is None:
             return []
         try:
-            children = _descendants(main)
+            children: list[psutil.Process] = main.children(recursive=True)
         except psutil.Error:
             return []
         return [main, *children]
@@ -308,34 +307,6 @@ class BrowserHost:
                 log.debug("context close failed", exc_info=True)
             if watch is not None:  # let the cancelled watchdog end (a pending one is dropped)
                 await asyncio.wait([watch], timeout=1.0)
-
-
-def _descendants(process: psutil.Process) -> list[psutil.Process]:
-    """Every process under `process`. Linux names a task's children in
-    /proc/PID/task/TID/children: reading those costs a few reads per browser process, where
-    psutil's `children()` reads the stat of every process on the machine (~1 ms here, more on a
-    busy node). Elsewhere, or when the kernel lacks that file, psutil's walk."""
-    if not os.path.exists(f"/proc/{process.pid}/task/{process.pid}/children"):
-        return list(process.children(recursive=True))
-    found: list[psutil.Process] = []
-    todo = [process.pid]
-    while todo:
-        pid = todo.pop()
-        try:
-            tasks = [task.path for task in os.scandir(f"/proc/{pid}/task")]
-        except OSError:  # gone meanwhile: neither it nor its children count
-            continue
-        for task in tasks:  # a child is listed under the thread that started it
-            try:
-                with open(f"{task}/children", encoding="ascii") as listing:
-                    children = [int(child) for child in listing.read().split()]
-            except OSError:  # a thread that ended meanwhile (Chromium's pools come and go)
-                continue
-            for child in children:
-                with contextlib.suppress(psutil.NoSuchProcess):
-                    found.append(psutil.Process(child))
-                    todo.append(child)
-    return found
 
 
 def _said(exc: BaseException) -> str:

@@ -1,9 +1,8 @@
 """What an observation costs the page, counted on real Chromium: one evaluate before the
 screenshot (settle, wall signals and scan together), one after it (the re-measure), and the
 scan's 35 KB function sent once per document, not once per observation. And the page memory
-check's upper bound: all the browser's processes hold at least what the page's renderer does,
-listed from /proc as psutil would; and a page already loaded is known so without asking
-Playwright."""
+check's upper bound: all the browser's processes hold at least what the page's renderer does.
+And a page already loaded is known so without asking Playwright."""
 
 from __future__ import annotations
 
@@ -74,24 +73,6 @@ def test_the_memory_bound_covers_the_pages_renderer(
 
     own, bound = browser_plugin.run(scenario())
     assert 0 < own <= bound
-
-
-def test_the_browsers_processes_are_listed_from_proc_as_psutil_would(
-    browser_plugin: ReadyPlugin, pages: SiteServer
-) -> None:
-    """The host lists its browser's processes from /proc/PID/task/*/children: the same set as
-    psutil's walk over every process on the machine, with a page open (its renderer too)."""
-    host = browser_plugin.host
-
-    async def scenario() -> tuple[set[int], set[int]]:
-        async with host.session() as session:
-            await session.goto(pages.base_url + "occluded.html")
-            listed = host._browser_processes()
-            main = listed[0]
-            return {p.pid for p in listed[1:]}, {p.pid for p in main.children(recursive=True)}
-
-    ours, psutils = browser_plugin.run(scenario())
-    assert len(ours) >= 3 and ours == psutils  # browser's zygotes, GPU, network, renderer...
 
 
 def test_a_loaded_page_is_known_loaded_without_asking_playwright(
