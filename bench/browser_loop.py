@@ -517,10 +517,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write results here")
     p.add_argument("--dry-run", action="store_true", help="show the plan, launch nothing")
-    args = p.parse_args(argv)
-    for name in ("rounds", "episodes", "steps", "sessions"):
+    return at_least_one(p, p.parse_args(argv), ("rounds", "episodes", "steps", "sessions"))
+
+
+def at_least_one(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, names: tuple[str, ...]
+) -> argparse.Namespace:
+    """`args`, once each of the counts `names` is at least 1 (else the parser's error)."""
+    for name in names:
         if getattr(args, name) < 1:
-            p.error(f"--{name} must be at least 1")
+            parser.error(f"--{name} must be at least 1")
     return args
 
 

@@ -37,6 +37,7 @@ from bench.browser_loop import (
     RoundResult,
     Side,
     SideSummary,
+    at_least_one,
     bench_config,
     make_jobs,
     run_jobs,
@@ -202,11 +203,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--executable", default=None, help="Chromium binary (default: /usr/bin/chromium)"
     )
     p.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write results here")
-    args = p.parse_args(argv)
-    for name in ("rounds", "episodes", "steps", "sessions"):
-        if getattr(args, name) < 1:
-            p.error(f"--{name} must be at least 1")
-    return args
+    return at_least_one(p, p.parse_args(argv), ("rounds", "episodes", "steps", "sessions"))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,6 +31,17 @@ LONG_WINDOW = {"quietMs": 5000, "timeoutMs": 20000}
 AFTER_S = 0.5  # long after any of the page's renders would have come
 
 
+async def settled_after(
+    host: BrowserHost, pages: SiteServer, button: str, window: dict[str, int]
+) -> dict[str, Any]:
+    """calm.html's `button` clicked, then datagen's settle with `window`, read with the page's
+    own record of itself."""
+    async with host.session() as session:
+        await session.goto(pages.base_url + "calm.html")
+        await session.page.click(f"#{button}")
+        return dict(await session.page.evaluate(SETTLED, window))
+
+
 HOWS = ["sync", "message", "frame", "idle", "fetch", "xhr", "chain", "resize"]
 
 
@@ -58,13 +69,8 @@ def test_an_intersection_observers_report_is_waited_for(
     """Its report comes in a task some time after a frame: the page waits the window out (no
     early end), and holds the report when it ends."""
 
-    async def scenario() -> dict[str, Any]:
-        async with patient_host.session() as session:
-            await session.goto(pages.base_url + "calm.html")
-            await session.page.click("#observer")
-            return dict(await session.page.evaluate(SETTLED, {"quietMs": 300, "timeoutMs": 20000}))
-
-    settled = browser_plugin.run(scenario(), timeout=60)
+    window = {"quietMs": 300, "timeoutMs": 20000}
+    settled = browser_plugin.run(settled_after(patient_host, pages, "observer", window), timeout=60)
     assert settled["result"] == {"quiet": True, "early": False}, settled
     assert settled["done"] == "observer"
 
@@ -74,11 +80,6 @@ def test_a_ticker_is_never_calm(
 ) -> None:
     """An interval under a second rewriting the page: the window is never cut short."""
 
-    async def scenario() -> dict[str, Any]:
-        async with patient_host.session() as session:
-            await session.goto(pages.base_url + "calm.html")
-            await session.page.click("#ticker")
-            return dict(await session.page.evaluate(SETTLED, {"quietMs": 5000, "timeoutMs": 1500}))
-
-    settled = browser_plugin.run(scenario(), timeout=60)
+    window = {"quietMs": 5000, "timeoutMs": 1500}
+    settled = browser_plugin.run(settled_after(patient_host, pages, "ticker", window), timeout=60)
     assert settled["result"] == {"quiet": False}, settled
