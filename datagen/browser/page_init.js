@@ -82,7 +82,7 @@
   };
   // A pending callback is forgotten when it runs or is cancelled. The callback is wrapped only
   // when it is a function; the page's return value and `this` are kept.
-  const pending = (set, cancel) => (target, self, args) => {
+  const pending = (set) => (target, self, args) => {
     const [callback] = args;
     if (typeof callback !== 'function') return Reflect.apply(target, self, args);
     let id = 0;
@@ -93,23 +93,18 @@
   };
   trackCall(window, 'requestAnimationFrame', pending(state.frames));
   trackCall(window, 'requestIdleCallback', pending(state.idle));
-  trackCall(window, 'cancelAnimationFrame', (target, self, args) => {
-    state.frames.delete(args[0]);
+  const forgets = (pendingIds) => (target, self, args) => {
+    pendingIds.delete(args[0]);
     return Reflect.apply(target, self, args);
-  });
-  trackCall(window, 'cancelIdleCallback', (target, self, args) => {
-    state.idle.delete(args[0]);
-    return Reflect.apply(target, self, args);
-  });
+  };
+  trackCall(window, 'cancelAnimationFrame', forgets(state.frames));
+  trackCall(window, 'cancelIdleCallback', forgets(state.idle));
   trackCall(window, 'setInterval', (target, self, args) => {
     const id = Reflect.apply(target, self, args);
     state.intervals.set(id, Number(args[1] || 0));
     return id;
   });
-  trackCall(window, 'clearInterval', (target, self, args) => {
-    state.intervals.delete(args[0]);
-    return Reflect.apply(target, self, args);
-  });
+  trackCall(window, 'clearInterval', forgets(state.intervals));
   const posted = (target, self, args) => {
     state.lastPost = performance.now();
     return Reflect.apply(target, self, args);

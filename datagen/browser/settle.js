@@ -3,10 +3,11 @@
 // animation still running, and a frame painted after that. Returns
 // {quiet: false} when `timeoutMs` ran out first (a page that animates or polls forever).
 //
-// The quiet window ends early when the page is calm: a frame has been painted since its last
-// change, the messages it posted before then have been delivered, and it has nothing scheduled
-// that could change it on its own (no timer, frame or idle callback pending, no short interval,
-// no fetch or XHR in flight: page_init.js follows them). Then waiting out the rest of the window
+// The quiet window ends early when the page is calm: it has nothing scheduled that could
+// change it on its own (no timer, frame or idle callback pending, no short interval, no fetch
+// or XHR in flight, no intersection observer: page_init.js follows them), the messages it
+// posted have been delivered, and a frame has been painted since its last change where
+// anything on the page runs in one (`frameless`). Then waiting out the rest of the window
 // could only see a change that nothing on the page has asked for. `early` says which way it
 // ended.
 async ({ quietMs, timeoutMs }) => {
@@ -47,6 +48,7 @@ async ({ quietMs, timeoutMs }) => {
   // and quiet counts again from its end. (Else a loader updating every 25 ms, paused by the
   // machine, passed for a settled page.) STARVED_MS covers a frame's wait (~17 ms).
   const STARVED_MS = 35;
+  const POLL_MS = 20;  // while something pending may be done soon, look again this often
   let quietFrom = -Infinity, asked = 0, before = start, painted = -Infinity;
   // Already quiet (the usual case a while after an action): no frame to wait for, since the
   // last one painted after the last change. Else wait frame by frame.
@@ -77,7 +79,6 @@ async ({ quietMs, timeoutMs }) => {
     if (now - start >= timeoutMs) return { quiet: false };
     // Calm and still: the next frame may end it (asked 0: just that frame). Something pending
     // (a timer, a frame callback, a fetch) may be done soon: look again within POLL_MS.
-    const POLL_MS = 20;
     const wait = still && calm() ? 0 : Math.max(10, Math.min(POLL_MS, quietMs - (now - last)));
     asked = Math.min(wait, timeoutMs - (now - start));
     before = performance.now();
