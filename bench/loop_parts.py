@@ -76,12 +76,26 @@ def _pw_shot(session: Session) -> None:
     session.camera.screenshot = shot  # type: ignore[method-assign]
 
 
+def _no_listeners(session: Session) -> None:
+    page, context = session.page, session.context
+    for event, handler in (
+        ("request", session._request_started),
+        ("requestfinished", session._request_ended),
+        ("requestfailed", session._request_ended),
+        ("websocket", session._socket_opened),
+    ):
+        page.remove_listener(event, handler)
+    context.remove_listener("response", session._proxy_answered)
+    context.remove_listener("requestfailed", session._proxy_failed)
+
+
 # variant name -> (what it changes in each session, whether it runs without the guard)
 VARIANTS: dict[str, tuple[Callable[[Session], None] | None, bool]] = {
     "no-remeasure": (_no_remeasure, False),
     "no-settle": (_no_settle, False),
     "no-guard": (None, True),
     "pw-shot": (_pw_shot, False),
+    "no-listeners": (_no_listeners, False),
 }
 
 

@@ -35,6 +35,14 @@
   let depth = 0;  // how deep in a chain of timers the running callback is (0: not in one)
   const nativeSet = window.setTimeout, nativeClear = window.clearTimeout;
   state.sleep = (ms) => new Promise((resolve) => { nativeSet.call(window, resolve, ms); });
+  // `promise` settled, or `ms` passed, whichever comes first; the timer is cleared when the
+  // promise wins (a leftover timer would wake the page for nothing).
+  state.within = (promise, ms) => new Promise((resolve) => {
+    let id = 0;
+    const done = () => { nativeClear.call(window, id); resolve(); };
+    id = nativeSet.call(window, done, ms);
+    Promise.prototype.then.call(promise, done, done);
+  });
   window.setTimeout = new Proxy(nativeSet, {
     apply(target, self, args) {
       const [callback, delay] = args;

@@ -2,6 +2,9 @@
 // and no short timer still to fire (page_init.js keeps both), no finite CSS transition or
 // animation still running, and a frame painted after that. Returns
 // {quiet: false} when `timeoutMs` ran out first (a page that animates or polls forever).
+// A finite transition or animation with at most a second left is fast-forwarded to its end
+// (`Animation.finish`, as Playwright's screenshots with `animations: "disabled"`); a longer
+// one is waited for; an infinite one is neither (the scan flags the boxes it moves).
 //
 // The quiet window ends early when the page is calm: it has nothing scheduled that could
 // change it on its own (no timer, frame or idle callback pending, no short interval, no fetch
@@ -15,20 +18,27 @@ async ({ quietMs, timeoutMs }) => {
   const state = window[Symbol.for('datagen.page')];
   // The page's setTimeout counts its timers (page_init.js): ours must not be among them.
   const sleep = state ? state.sleep : (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  const within = state && state.within ? state.within
+    : (promise, ms) => Promise.race([promise.then(() => {}, () => {}), sleep(ms)]);
   const nextFrame = state && state.frame ? state.frame : (cb) => requestAnimationFrame(cb);
-  const frame = () => Promise.race([  // a page in a background state paints no frames
-    new Promise((resolve) => nextFrame(() => resolve())), sleep(100),
-  ]);
+  // a page in a background state paints no frames
+  const frame = () => within(new Promise((resolve) => nextFrame(() => resolve())), 100);
   if (document.fonts && document.fonts.status !== 'loaded') {
-    await Promise.race([document.fonts.ready, sleep(timeoutMs)]);
+    await within(document.fonts.ready, timeoutMs);
   }
   // A transition or animation that will end (a panel sliding in once) is waited for;
   // infinite ones are not (their boxes are flagged by the scan instead).
-  const finishing = () => document.getAnimations().some((a) => {
+  const ending = () => document.getAnimations().filter((a) => {
     if (a.playState !== 'running' || !a.effect) return false;
     const t = a.effect.getComputedTiming();
     return Number.isFinite(t.endTime) && t.localTime !== null && t.localTime < t.endTime;
   });
+  const finishing = () => ending().length > 0;
+  const SHORT_MS = 1000;  // as page_init.js's short timers
+  const shortLeft = (a) => {
+    const t = a.effect.getComputedTiming();
+    return (t.endTime - t.localTime) / Math.abs(a.playbackRate || 1) <= SHORT_MS;
+  };
   // Nothing scheduled that could change the page by itself (a ticker of an interval under a
   // second counts as scheduled, and so does an intersection observer: their pages are never
   // calm, and wait the window out).
@@ -61,7 +71,8 @@ async ({ quietMs, timeoutMs }) => {
     if (!first && now - before > asked + STARVED_MS) quietFrom = now;
     let last = Math.max(state ? state.lastMutation : start, quietFrom);
     const timers = state ? state.timers.size : 0;
-    const still = !timers && !finishing();
+    const animations = timers ? [] : ending();
+    const still = !timers && !animations.length;
     if (now - last >= quietMs && still) return { quiet: true, early: false };
     if (still && (painted > last || frameless()) && calm()) {
       // A frame painted since the last change, or nothing waits for one: deliver what the page
@@ -77,6 +88,25 @@ async ({ quietMs, timeoutMs }) => {
       }
     }
     if (now - start >= timeoutMs) return { quiet: false };
+    if (animations.length) {
+      // Transitions and animations that will end, and no timer pending. A short one (a hover
+      // fade, a panel sliding in, a badge's bump) is fast-forwarded to its end, as Playwright's
+      // screenshot does with `animations: "disabled"`: the page shows what it would once it
+      // ends, its end events fire, and no frame is drawn for it in between. A longer one is
+      // waited for (until its end or the limit) without asking for a frame at a time.
+      const long = animations.filter((a) => !shortLeft(a));
+      for (const a of animations) {
+        if (shortLeft(a)) {
+          try { a.finish(); } catch (e) { long.push(a); }
+        }
+      }
+      if (long.length) {
+        asked = timeoutMs - (now - start);
+        before = performance.now();
+        await within(Promise.all(long.map((a) => a.finished)), asked);
+      }
+      continue;
+    }
     // Calm and still: the next frame may end it (asked 0: just that frame). Something pending
     // (a timer, a frame callback, a fetch) may be done soon: look again within POLL_MS.
     const wait = still && calm() ? 0 : Math.max(10, Math.min(POLL_MS, quietMs - (now - last)));
