@@ -27,13 +27,19 @@ def test_an_observation_is_two_round_trips_and_the_scan_is_sent_once_a_document(
     async def scenario() -> tuple[list[list[int]], list[Any]]:
         async with host.session() as session:
             sent: list[int] = []  # the size of each evaluated script, in order
-            evaluate = session.page.evaluate
+            evaluate, send = session.page.evaluate, session.cdp.send
 
             async def counted(expression: str, arg: Any = None) -> Any:
                 sent.append(len(expression))
                 return await evaluate(expression, arg)
 
+            async def counted_cdp(method: str, params: Any = None) -> Any:
+                if method == "Runtime.evaluate":  # Camera._call's way into the page
+                    sent.append(len(params["expression"]))
+                return await send(method, params)
+
             session.page.evaluate = counted  # type: ignore[method-assign]
+            session.cdp.send = counted_cdp  # type: ignore[method-assign,assignment]
             per_observation = []
             walls = []
             for url in ("occluded.html", "select-open.html"):

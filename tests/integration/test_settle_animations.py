@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from playwright.async_api import FloatRect
 
 from datagen.browser.host import BrowserHost
 from datagen.browser.observe import SETTLE_JS
@@ -31,7 +32,7 @@ def test_a_short_transition_is_fast_forwarded_and_observed_at_its_end(
     boxed where Playwright finds it afterwards, and the page saw the transition finished and
     ended (its `transitionend` fired) without anything left running."""
 
-    async def scenario() -> tuple[Observation, dict[str, Any], dict[str, float] | None, str]:
+    async def scenario() -> tuple[Observation, dict[str, Any], FloatRect | None, str]:
         async with patient_host.session() as session:
             await session.goto(pages.base_url + "transitions.html")
             await session.observe()
