@@ -126,7 +126,7 @@ class Camera:
         self.observed = 0  # observations taken: the first may settle longer
         self._key = f"datagen.observe.{uuid.uuid4().hex}"  # where OBSERVE_FN is kept
         self._crashed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        page.on("crash", lambda _: self._crashed.done() or self._crashed.set_result(None))
+        page.on("crash", self._crash)
         self.signals: object = (
             None  # walls.js's read of the last observation (`url`: of which page)
         )
@@ -151,6 +151,10 @@ class Camera:
             params["quality"] = cfg.image_quality
         result = await self.cdp.send("Page.captureScreenshot", params)
         return base64.b64decode(result["data"])
+
+    def _crash(self, _: Page) -> None:
+        if not self._crashed.done():
+            self._crashed.set_result(None)
 
     async def _call(self, function: str, arg: object = None) -> object:
         """`function(arg)` in the page's main world, its value returned (a promise awaited),
