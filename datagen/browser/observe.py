@@ -125,7 +125,7 @@ class Camera:
         self.memory = memory
         self.observed = 0  # observations taken: the first may settle longer
         self._key = f"datagen.observe.{uuid.uuid4().hex}"  # where OBSERVE_FN is kept
-        self._crashed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._crashed: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         page.on("crash", self._crash)
         self.signals: object = (
             None  # walls.js's read of the last observation (`url`: of which page)
@@ -169,7 +169,8 @@ class Camera:
         }
         # A crashed renderer never answers a CDP command (Playwright's evaluate fails at once)
         sent = asyncio.ensure_future(self.cdp.send("Runtime.evaluate", params))
-        await asyncio.wait({sent, self._crashed}, return_when=asyncio.FIRST_COMPLETED)
+        crashed: asyncio.Future[Any] = self._crashed
+        await asyncio.wait([sent, crashed], return_when=asyncio.FIRST_COMPLETED)
         if not sent.done():
             sent.cancel()
             raise PlaywrightError("Target crashed: the page's renderer is gone")
