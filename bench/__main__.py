@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 BENCHES: dict[str, list[str]] = {
-    "browser": ["bench.browser_loop"],
-    "browser8": ["bench.browser_loop", "--sessions", "8"],
+    "browser": ["bench.browser_loop", "--rounds", "5"],
+    "browser8": ["bench.browser_loop", "--rounds", "5", "--sessions", "8"],
     "loop_soak": ["bench.loop_soak"],
     "engine": ["bench.engine_util"],
     "adaptive": ["bench.adaptive"],
