@@ -688,7 +688,14 @@ async def settled_changes(
     await asyncio.sleep(wait_s)
     then = {t.id: t for t in judged}
     changes = []
-    for t in await ground_truth(page, discover=discover):
+    now = await ground_truth(page, discover=discover)
+    if any(then[t.id].moving for t in now if t.counts and t.id in then):
+        # A target that moves for ever (a bouncing button) can look still in one motion sample
+        # (two samples either side of its turning point): it counts as settled only if it looks
+        # still in a second sample too.
+        again = {t.id: t for t in await ground_truth(page, discover=discover)}
+        now = [t for t in now if not (t.id in again and again[t.id].moving)]
+    for t in now:
         old = then.get(t.id)
         if t.counts and (old is None or not old.counts):
             why = "absent" if old is None else ("moving" if old.moving else "not reachable")
