@@ -7,6 +7,7 @@ CPU a step split by Chromium process type.
     ours-no-settle     `settle_quiet_ms` 0 (the settle returns at once unless a timer is due)
     ours-no-guard      no URL guard, no egress proxy
     ours-pw-shot       Playwright's `page.screenshot` instead of the CDP capture
+    ours-no-listeners  the session's request and egress-proxy event listeners removed
     bare               the bare Playwright loop
 
 A variant is a measurement, not a mode to run in: each drops something the pipeline needs (the
