@@ -172,7 +172,9 @@ class PageMemory:
             return
         finally:
             self._traced = time.monotonic()
-        self._renderers = [p for p in self._ours() if p.pid in pids]
+        # only renderers: whatever a trace says, the browser's own, GPU or utility processes
+        # are never this page's to measure or kill
+        self._renderers = [p for p in self._ours() if p.pid in pids and _renderer(p)]
 
     async def _stop(self) -> None:
         """Kill the page's renderers (its memory is given back at once, whatever its main
@@ -221,6 +223,14 @@ def _origin(url: str) -> str:
         return f"{parts.scheme}://{parts.netloc}"
     except ValueError:
         return url
+
+
+def _renderer(process: psutil.Process) -> bool:
+    """A Chromium renderer process (`--type=renderer` on its command line)."""
+    try:
+        return "--type=renderer" in process.cmdline()
+    except psutil.Error:
+        return False
 
 
 def private_mb(process: psutil.Process, missing: float = 0.0) -> float:

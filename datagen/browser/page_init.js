@@ -128,6 +128,32 @@
     channel.port1.onmessage = () => { channel.port1.close(); resolve(); };
     nativePort.call(channel.port2, 0);
   });
+  // A navigation to another document that the page started (a link followed, a form
+  // submitted, `location` set, a reload): the page is about to be replaced, so it is not settled
+  // however still it holds. The Navigation API's `navigate` event fires inside the click (or the
+  // script) that starts one. A navigation the page cancels or handles itself (`preventDefault`,
+  // `intercept`: a same-document one) does not count, and one whose document never comes (a 204,
+  // a download) stops counting after a while (settle.js).
+  state.leaving = null;  // {at, event} of the last one
+  if (window.navigation && typeof window.navigation.addEventListener === 'function') {
+    native.call(window.navigation, 'navigate', (event) => {
+      const to = event.destination;
+      if (to && !to.sameDocument && !event.downloadRequest && !event.hashChange) {
+        state.leaving = { at: performance.now(), event };
+      }
+    });
+  }
+  // A form submission navigates in a task of its own, after the click: its `submit` event is the
+  // first sign (a page that handles the form itself cancels it).
+  native.call(window, 'submit', (event) => {
+    const form = event.target;
+    const submitter = event.submitter;
+    const target = (submitter && submitter.getAttribute('formtarget')) || (form && form.target) || '';
+    const method = (submitter && submitter.getAttribute('formmethod')) || (form && form.method) || '';
+    if (['', '_self', '_top', '_parent'].includes(target.toLowerCase()) && method !== 'dialog') {
+      state.leaving = { at: performance.now(), event };
+    }
+  }, true);
   // Resize observers report in a frame's rendering steps (sticky headers, virtual lists): a page
   // that uses one is settled only after a frame is painted. Intersection observers (lazy
   // loaders, infinite lists) report in a task queued some time after that frame, which nothing

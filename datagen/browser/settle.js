@@ -34,6 +34,16 @@ async ({ quietMs, timeoutMs }) => {
     return Number.isFinite(t.endTime) && t.localTime !== null && t.localTime < t.endTime;
   });
   const finishing = () => ending().length > 0;
+  // The page started a navigation to another document (page_init.js) that has not replaced it
+  // yet: not still (the evaluate ends when the new document commits). One that never commits
+  // (a 204, a download the browser refused) stops counting after LEAVING_MS; by then the
+  // session sees its open request.
+  const LEAVING_MS = 1000;
+  const leaving = () => {
+    const l = state && state.leaving;
+    return Boolean(l) && performance.now() - l.at < LEAVING_MS && !l.event.defaultPrevented
+      && !(window.navigation && window.navigation.transition);
+  };
   const SHORT_MS = 1000;  // as page_init.js's short timers
   const shortLeft = (a) => {
     const t = a.effect.getComputedTiming();
@@ -72,7 +82,7 @@ async ({ quietMs, timeoutMs }) => {
     let last = Math.max(state ? state.lastMutation : start, quietFrom);
     const timers = state ? state.timers.size : 0;
     const animations = timers ? [] : ending();
-    const still = !timers && !animations.length;
+    const still = !timers && !animations.length && !leaving();
     if (now - last >= quietMs && still) return { quiet: true, early: false };
     if (still && (painted > last || frameless()) && calm()) {
       // A frame painted since the last change, or nothing waits for one: deliver what the page
@@ -83,7 +93,7 @@ async ({ quietMs, timeoutMs }) => {
       last = Math.max(state.lastMutation, quietFrom);
       const framed = painted > last ? state.lastPost < painted : posted === state.lastPost;
       const settled = framed && last <= changed && !state.timers.size;
-      if (settled && calm() && !finishing()) {
+      if (settled && calm() && !finishing() && !leaving()) {
         return { quiet: true, early: true };
       }
     }

@@ -50,7 +50,12 @@ class BrowserConfig(Section):
     navigation_timeout_s: float = Field(15.0, gt=0, le=600, description="page load limit")
     action_timeout_s: float = Field(5.0, gt=0, le=600, description="limit for one action")
     settle_ms: int = Field(
-        120, ge=0, le=10_000, description="pause after an action for the page to react"
+        120,
+        ge=0,
+        le=10_000,
+        description="pause after an action for the page to react (the settle before the next "
+        "observation also waits for what the action started: a navigation, a form submission, "
+        "timers, fetches, transitions; docs/observation.md)",
     )
     settle_quiet_ms: int = Field(
         50,

@@ -81,6 +81,37 @@ def test_the_memory_bound_covers_the_pages_renderer(
     assert 0 < own <= bound
 
 
+def test_only_renderers_are_ever_the_pages_processes(
+    browser_plugin: ReadyPlugin, pages: SiteServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trace that named every process of the browser (its own, the GPU process, utilities)
+    as the page's: only the renderers among them are kept, the ones a page above its ceiling
+    would have killed."""
+    from datagen.browser import memory as memory_module
+
+    host = browser_plugin.host
+
+    async def scenario() -> tuple[set[int], set[int], int]:
+        async with host.session() as session:
+            await session.goto(pages.base_url + "occluded.html")
+            await session.observe()
+            memory = session.camera.memory
+            assert memory is not None
+            everyone = host._browser_processes()
+
+            async def every_pid(_: object) -> set[int]:
+                return {p.pid for p in everyone}
+
+            monkeypatch.setattr(memory_module, "_frame_pids", every_pid)
+            await memory._find_renderers()
+            kept = {p.pid for p in memory._renderers}
+            renderers = {p.pid for p in everyone if "--type=renderer" in p.cmdline()}
+            return kept, renderers, everyone[0].pid
+
+    kept, renderers, main = browser_plugin.run(scenario())
+    assert kept and kept <= renderers and main not in kept
+
+
 def test_a_loaded_page_is_known_loaded_without_asking_playwright(
     browser_plugin: ReadyPlugin, pages: SiteServer
 ) -> None:
