@@ -170,9 +170,15 @@ class Camera:
         # A crashed renderer never answers a CDP command (Playwright's evaluate fails at once)
         sent = asyncio.ensure_future(self.cdp.send("Runtime.evaluate", params))
         crashed: asyncio.Future[Any] = self._crashed
-        await asyncio.wait([sent, crashed], return_when=asyncio.FIRST_COMPLETED)
-        if not sent.done():
-            sent.cancel()
+        try:
+            await asyncio.wait([sent, crashed], return_when=asyncio.FIRST_COMPLETED)
+        finally:  # cancelled (an interrupt), or the crash came first: the command is dropped
+            answered = sent.done()
+            if not answered:
+                sent.cancel()
+            elif not sent.cancelled():
+                sent.exception()  # looked at, so never "exception was never retrieved"
+        if not answered:
             raise PlaywrightError("Target crashed: the page's renderer is gone")
         result = sent.result()
         if "exceptionDetails" in result:
