@@ -104,12 +104,10 @@ async ({ quietMs, timeoutMs }) => {
       // screenshot does with `animations: "disabled"`: the page shows what it would once it
       // ends, its end events fire, and no frame is drawn for it in between. A longer one is
       // waited for (until its end or the limit) without asking for a frame at a time.
-      const long = animations.filter((a) => !shortLeft(a));
-      for (const a of animations) {
-        if (shortLeft(a)) {
-          try { a.finish(); } catch (e) { long.push(a); }
-        }
-      }
+      const long = animations.filter((a) => {
+        if (!shortLeft(a)) return true;
+        try { a.finish(); return false; } catch (e) { return true; }
+      });
       if (long.length) {
         asked = timeoutMs - (now - start);
         before = performance.now();
