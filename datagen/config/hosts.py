@@ -13,6 +13,8 @@ from pydantic import Field, field_validator
 
 from datagen.config.base import NEUTRAL, Section
 
+CAUSE_MAX = 500  # a block's first cause is kept (in the book, in _hosts.json) to this many chars
+
 
 class HostsConfig(Section):
     """Limits per host, the same on every worker of the cluster (shared, not per worker)."""
@@ -38,6 +40,16 @@ class HostsConfig(Section):
         True,
         description="fetch each host's /robots.txt once (per run, cached) and end a task "
         "whose start URL it disallows as a robots_disallowed reject",
+    )
+    robots_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        le=120,
+        description="the most a robots.txt fetch may take, its first 512 KiB read (the rest is "
+        "not downloaded); one that does not answer in time is unreachable, which RFC 9309 "
+        "reads as disallowing everything: that host's tasks end as robots_disallowed for the "
+        "run (cached, fetched once)",
+        json_schema_extra=NEUTRAL,
     )
     user_agent: str | None = Field(
         None,

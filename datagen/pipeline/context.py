@@ -31,6 +31,10 @@ class Hosts(Protocol):
         within `max_wait_s`, when > 0: nothing reserved, the request is not sent)."""
         ...
 
+    async def paused(self, key: str) -> float:
+        """Seconds left of the host's pause (a 429/503's Retry-After); 0 when none."""
+        ...
+
     async def report(
         self, key: str, event: str, detail: str = "", retry_after_s: float = 0
     ) -> None:
@@ -39,6 +43,11 @@ class Hosts(Protocol):
 
     async def robots(self, key: str, text: str | None = None) -> str | None:
         """The host's cached robots.txt (None: not fetched); with `text`, cache it."""
+        ...
+
+    async def robots_turn(self, key: str) -> str | None:
+        """The host's cached robots.txt, or None when the caller is to fetch it (it then
+        caches it with `robots`, or reports a failure); waits while another task fetches."""
         ...
 
 

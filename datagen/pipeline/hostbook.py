@@ -14,18 +14,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from datagen.config.hosts import HostsConfig
+from datagen.config.hosts import CAUSE_MAX, HostsConfig
 
 RATE_WINDOW_S = 10.0  # req/s on the dashboard: requests sent in the last 10 s
 MIN_RATE = 0.05  # a host answering 429 to everything still gets a request every 20 s
 RECOVER_S = 60.0  # after this long without a 429/503, the rate doubles back toward its limit
 RETRY_AFTER_CAP_S = 600.0  # a Retry-After beyond this is a host asking for a block, not a pause
 ABANDONED_KEPT = 10_000
+# A task fetching robots.txt is waited for this much longer than the fetch's own limit (its
+# turn in the host's pace comes first); past that, its claim is taken as given up (cancelled).
+ROBOTS_CLAIM_MARGIN_S = 30.0
 
 
 @dataclass
@@ -42,6 +46,7 @@ class HostState:
     dropped: int = 0  # sub-resource requests not sent: the host's queue was too long
     recent: deque[float] = field(default_factory=deque)  # when the last requests go out
     next_at: float = 0.0  # the earliest moment the next request may go
+    paused_until: float = 0.0  # the end of the last Retry-After the host asked for
     slowed: int = 0  # 429/503 answers seen
     slowed_at: float = -1e9
     streak: int = 0  # failures in a row
@@ -49,6 +54,7 @@ class HostState:
     blocked_until: float = 0.0  # wall clock
     rejected: int = 0  # tasks ended as host_blocked
     robots: str | None = None  # robots.txt as fetched ("" when none)
+    robots_claimed: float = -1e9  # when a task took the turn to fetch robots.txt
 
 
 class HostBook:
@@ -154,11 +160,18 @@ class HostBook:
             host.recent.popleft()
         return at - now
 
+    def paused(self, key: str) -> float:
+        """Seconds left of the host's pause (the Retry-After of its last 429/503), 0 when none:
+        a task of the host waits this long before it opens a browser session."""
+        host = self.hosts.get(key)
+        return 0.0 if host is None else max(0.0, host.paused_until - time.monotonic())
+
     async def report(
         self, key: str, event: str, detail: str = "", retry_after_s: float = 0
     ) -> None:
-        """What a host answered: "slow" (429/503, with its Retry-After), "failure" (DNS,
-        connection, 5xx: `detail` says which), "ok" (a page loaded: the streak ends)."""
+        """What a host answered: "slow" (429/503, with its Retry-After: the host's rate halves
+        and it is paused that long), "failure" (DNS, connection, any 5xx: `detail` says
+        which), "ok" (a page loaded: the streak ends)."""
         host, now = self._host(key), time.monotonic()
         if event == "slow":
             host.slowed += 1
@@ -166,9 +179,15 @@ class HostBook:
             host.slowed_at = now
             pause = min(max(retry_after_s, 0.0), RETRY_AFTER_CAP_S)
             host.next_at = max(host.next_at, now + pause)
+            host.paused_until = max(host.paused_until, now + pause)
         elif event == "failure":
+            if host.robots is None and host.robots_claimed > -1e9:  # robots.txt's fetcher
+                host.robots_claimed = -1e9  # failed for the host: the next task fetches it
+                changed = self._condition()
+                async with changed:
+                    changed.notify_all()
             host.streak += 1
-            host.cause = host.cause or detail[:500]
+            host.cause = host.cause or detail[:CAUSE_MAX]
             if host.streak >= self.config.block_after and self.blocked(key) is None:
                 host.blocked_until = time.time() + self.config.block_ttl_s
                 changed = self._condition()
@@ -177,21 +196,58 @@ class HostBook:
         elif event == "ok" and self.blocked(key) is None:
             host.streak, host.cause = 0, ""
 
-    def robots(self, key: str, text: str | None = None) -> str | None:
-        """The host's robots.txt as cached (None: not fetched yet); given `text`, cache it."""
+    async def robots(self, key: str, text: str | None = None) -> str | None:
+        """The host's robots.txt as cached (None: not fetched yet); given `text`, cache it (the
+        first fetch's stays) and wake the tasks waiting for it."""
         host = self._host(key)
         if text is not None and host.robots is None:
             host.robots = text
+            changed = self._condition()
+            async with changed:
+                changed.notify_all()
         return host.robots
 
+    async def robots_turn(self, key: str, timeout_s: float | None = None) -> tuple[str, str]:
+        """For a task about to load a page of `key`: ("rules", the cached robots.txt), or
+        ("fetch", "") when the caller is to fetch it: no other task is (one fetch per host and
+        run, however many tasks start at once), or the one that was has given up (a host
+        failure reported) or run past ROBOTS_CLAIM_S. Waits while another task fetches;
+        ("wait", "") when `timeout_s` passed first (the caller asks again)."""
+        host, changed = self._host(key), self._condition()
+        began = time.monotonic()
+        claim_s = self.config.robots_timeout_s + ROBOTS_CLAIM_MARGIN_S
+        async with changed:
+            while host.robots is None:
+                now = time.monotonic()
+                if now - host.robots_claimed > claim_s:
+                    host.robots_claimed = now
+                    return "fetch", ""
+                wait = host.robots_claimed + claim_s - now
+                if timeout_s is not None:
+                    left = timeout_s - (now - began)
+                    if left <= 0:
+                        return "wait", ""
+                    wait = min(wait, left)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), wait)
+            return "rules", host.robots
+
     def restore(self, blocks: dict[str, dict[str, Any]]) -> None:
-        """Blocks of an earlier run (`_hosts.json`) still in force."""
+        """Blocks of an earlier run (`_hosts.json`) still in force. A block ends no later than
+        this run's `block_ttl_s` from now (a file edited to block for ever, or written under a
+        longer TTL, does not outlast it); its cause is cut to CAUSE_MAX characters."""
+        now = time.time()
         for key, block in blocks.items():
-            until = float(block.get("blocked_until") or 0)
-            if until > time.time():
-                host = self._host(key)
-                host.blocked_until, host.cause = until, str(block.get("cause") or "")
-                host.streak = self.config.block_after
+            try:
+                until = float(block.get("blocked_until") or 0)
+            except (TypeError, ValueError):
+                continue
+            if not math.isfinite(until) or until <= now:  # NaN compares false: never in force
+                continue
+            host = self._host(key)
+            host.blocked_until = min(until, now + self.config.block_ttl_s)
+            host.cause = str(block.get("cause") or "")[:CAUSE_MAX]
+            host.streak = self.config.block_after
 
     def figures(self) -> dict[str, dict[str, Any]]:
         """Per host: sessions now and at most, req/s over the last RATE_WINDOW_S, waits,

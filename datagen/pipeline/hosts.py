@@ -5,8 +5,10 @@ a browser session, its page's requests keep the host's pace, and what the host a
     run_shard ─► HostTurn(task) ─► the host's book (ShardContext.hosts: hostbook.HostBook here,
                  │                  the scheduler's on a cluster)
                  ├─ blocked host / robots.txt cached as disallowing ─► one reject, no session
-                 └─ granted ─► EpisodePool slot ─► run_episode ─► open_start(session):
-                        robots.txt (once per host) ─► start URL ─► "ok" | "failure" to the book
+                 └─ granted ─► the host's pause waited out (a Retry-After) ─► EpisodePool slot
+                        ─► run_episode ─► open_start(session): DNS (with the guard) ─►
+                        robots.txt (once per host: robots.py) ─► the load's turn ─► start URL
+                        ─► "ok" | "failure" to the book
                         every request ─► pace(host) ─► sent;  429/503 ─► "slow" (Retry-After)
 
 The book and what calls it stay Dask-free (`Hosts` protocol, context.py); without a book
@@ -16,7 +18,6 @@ The book and what calls it stay Dask-free (`Hosts` protocol, context.py); withou
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import email.utils
 import logging
@@ -24,17 +25,17 @@ import time
 import uuid
 from types import TracebackType
 from typing import Any
-from urllib import robotparser
 
 from playwright.async_api import Request, Response, Route
 
-from datagen.browser.guard import DEFAULT_PORTS, BadUrl, split_url
+from datagen.browser.guard import DEFAULT_PORTS, BadUrl, NameNotResolved, split_url
 from datagen.browser.navigation import NavigationFailed
 from datagen.browser.session import Session
 from datagen.config.hosts import HostsConfig
 from datagen.config.scope import is_local_host
 from datagen.pipeline.context import Hosts, ShardContext
 from datagen.pipeline.hostbook import HostBook
+from datagen.pipeline.robots import fetch_robots, robots_allow, robots_detail
 from datagen.pipeline.rows import EpisodeOutcome
 from datagen.records import RejectReason, TaskSpec
 from datagen.scope import site_of
@@ -62,13 +63,20 @@ class LocalHosts:
     async def pace(self, key: str, max_wait_s: float = 0) -> float:
         return self.book.pace(key, max_wait_s)
 
+    async def paused(self, key: str) -> float:
+        return self.book.paused(key)
+
     async def report(
         self, key: str, event: str, detail: str = "", retry_after_s: float = 0
     ) -> None:
         await self.book.report(key, event, detail, retry_after_s)
 
     async def robots(self, key: str, text: str | None = None) -> str | None:
-        return self.book.robots(key, text)
+        return await self.book.robots(key, text)
+
+    async def robots_turn(self, key: str) -> str | None:
+        state, text = await self.book.robots_turn(key)
+        return text if state == "rules" else None
 
     def figures(self) -> dict[str, dict[str, Any]]:
         return self.book.figures()
@@ -103,19 +111,6 @@ def retry_after(value: str | None) -> float:
     return 0.0
 
 
-def robots_agent(config: HostsConfig) -> str:
-    """The agent robots.txt rules are read for: the User-Agent's first word, else datagen."""
-    if config.user_agent:
-        return config.user_agent.split("/", 1)[0].split()[0] or "datagen"
-    return "datagen"
-
-
-def robots_allow(text: str, url: str, config: HostsConfig) -> bool:
-    parser = robotparser.RobotFileParser()
-    parser.parse(text.splitlines())
-    return parser.can_fetch(robots_agent(config), url)
-
-
 def _own_origin(task: TaskSpec, ctx: ShardContext) -> str:
     """The bundled sites' host:port, when the task is one of them (their server is ours)."""
     resolved = ctx.resolve_url(task.start_url)
@@ -148,7 +143,7 @@ class HostTurn:
         text = await hosts.robots(key) if self.ctx.config.run.hosts.respect_robots_txt else None
         url = self.ctx.resolve_url(self.task.start_url)
         if text is not None and not robots_allow(text, url, self.ctx.config.run.hosts):
-            self._end(RejectReason.ROBOTS_DISALLOWED, robots_detail(key, url))
+            self._end(RejectReason.ROBOTS_DISALLOWED, robots_detail(key, url, text))
             return self
         try:
             cause = await hosts.acquire(key, self.lease)
@@ -161,7 +156,16 @@ class HostTurn:
             self._end(RejectReason.HOST_BLOCKED, detail + cause)
         else:
             self.held = True
+            await self._pause(hosts, key)
         return self
+
+    async def _pause(self, hosts: Hosts, key: str) -> None:
+        """Wait out the host's pause (a 429/503's Retry-After) before the session opens: no
+        browser session or worker slot is held meanwhile, and the start load's own time limit
+        never runs while the host asks for quiet. Asked again after each wait: another task's
+        429 may have made it longer."""
+        while (left := await hosts.paused(key)) > 0:
+            await asyncio.sleep(left)
 
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -179,13 +183,12 @@ class HostTurn:
         self.outcome = out
 
 
-def robots_detail(key: str, url: str) -> str:
-    return f"{key}'s robots.txt disallows {url[:300]} (run.hosts.respect_robots_txt)"
-
-
 async def open_start(session: Session, url: str, ctx: ShardContext) -> None:
-    """Load the start URL as `session.goto` does, keeping to the host's rules: its pace on
-    every request, robots.txt (fetched once per host), and its answer told to the book."""
+    """Load the start URL as `session.goto` does, keeping to the host's rules: a name that does
+    not resolve fails first (dns_failed, before any request), then robots.txt (fetched once per
+    host: robots.py), the start load's turn in the host's pace (waited before the load, so its
+    time limit does not run meanwhile), its page's requests paced, and its answer told to the
+    book (a failure: DNS, connection, any 5xx; else ok)."""
     config, hosts = ctx.config.run.hosts, ctx.hosts
     key = host_key(url, config)
     if hosts is None:
@@ -196,71 +199,63 @@ async def open_start(session: Session, url: str, ctx: ShardContext) -> None:
     if key is None:  # an exempt start (loopback, the bundled sites): no route on its requests
         await session.goto(url)
         return
-    await attach(session, hosts, config)
-    if config.respect_robots_txt:
-        text = await hosts.robots(key)
-        if text is None:
-            await asyncio.sleep(await hosts.pace(key))  # one request to the host, paced too
-            text = await fetch_robots(session, url)
-            await hosts.robots(key, text)
-        if not robots_allow(text, url, config):
-            raise NavigationFailed(robots_detail(key, url), RejectReason.ROBOTS_DISALLOWED)
     try:
+        if not await _vetted(session, url):
+            await session.goto(url)  # the guard refuses it: goto says why, nothing is sent
+            return
+        if config.respect_robots_txt:
+            await _robots(session, url, key, hosts, config)
+        await asyncio.sleep(await hosts.pace(key))  # the start load's turn
+        await attach(session, hosts, config, paced=True)
         await session.goto(url)
     except NavigationFailed as exc:
-        status = _status(str(exc))
-        if exc.reason in HOST_FAILURES or (status >= 500 and status not in SLOW_STATUSES):
+        if exc.reason in HOST_FAILURES or _status(str(exc)) >= 500:
             await hosts.report(key, "failure", f"{exc.reason.value}: {exc}")
         raise
     await hosts.report(key, "ok")
 
 
-async def fetch_robots(session: Session, url: str) -> str:
-    """The host's /robots.txt, fetched by the browser's network stack for the episode's page
-    (CDP `Network.loadNetworkResource`: no navigation, so no history entry and no error page):
-    the text when 2xx, "" (all allowed) for a 4xx or a failed fetch, "Disallow: /" for a 5xx
-    (RFC 9309 2.3.1.4: an unreachable robots.txt disallows everything)."""
-    scheme, rest = url.split("://", 1)
-    robots = f"{scheme}://{rest.split('/', 1)[0].split('?', 1)[0].split('#', 1)[0]}/robots.txt"
+async def _vetted(session: Session, url: str) -> bool:
+    """With the URL guard on: False when it refuses the start URL; NavigationFailed
+    (`dns_failed`) when its host name has no address, before anything is sent to it. The
+    guard remembers the answer, so the load's own check does not ask DNS again."""
+    if session.guard is None:
+        return True
     try:
-        tree = await session.cdp.send("Page.getFrameTree")
-        options = {"disableCache": False, "includeCredentials": False}
-        args = {"frameId": tree["frameTree"]["frame"]["id"], "url": robots, "options": options}
-        found = (await session.cdp.send("Network.loadNetworkResource", args))["resource"]
-        status = int(found.get("httpStatusCode") or 0)
-        if status >= 500 and status not in SLOW_STATUSES:
-            return "User-agent: *\nDisallow: /\n"
-        if not found.get("success") or not found.get("stream"):
-            return ""
-        return await _read_stream(session, found["stream"])
-    except Exception as exc:  # the start URL's own load says what is wrong with the host
-        log.debug("robots.txt of %s not fetched: %s", url[:200], exc)
-        return ""
+        return await session.guard.check(url, top_level=True) is None
+    except BadUrl:
+        return False  # goto says so
+    except NameNotResolved as exc:
+        raise NavigationFailed(f"{exc}: {url[:300]}", RejectReason.DNS_FAILED) from None
 
 
-async def _read_stream(session: Session, handle: str, limit: int = 512 * 1024) -> str:
-    """A CDP IO stream's text, up to `limit` bytes (RFC 9309 asks crawlers to read 500 KiB)."""
-    data = b""
-    try:
-        while len(data) < limit:
-            chunk = await session.cdp.send("IO.read", {"handle": handle})
-            piece = chunk.get("data", "")
-            data += base64.b64decode(piece) if chunk.get("base64Encoded") else piece.encode()
-            if chunk.get("eof"):
-                break
-    finally:
-        with contextlib.suppress(Exception):
-            await session.cdp.send("IO.close", {"handle": handle})
-    return data[:limit].decode("utf-8", "replace")
+async def _robots(session: Session, url: str, key: str, hosts: Hosts, config: HostsConfig) -> None:
+    """The host's robots.txt, fetched (paced) and cached if it is not yet; NavigationFailed
+    (`robots_disallowed`) when it disallows the start URL."""
+    text = await hosts.robots_turn(key)  # one task fetches it; the others wait for its answer
+    if text is None:
+        await asyncio.sleep(await hosts.pace(key))  # one request to the host, paced too
+        found = await fetch_robots(session, url, config.robots_timeout_s)
+        pause = retry_after(found.retry_after)
+        if found.status in SLOW_STATUSES and pause:
+            await hosts.report(key, "slow", f"{found.status} (robots.txt)", pause)
+        text = await hosts.robots(key, found.text)  # the first fetch's, if two raced
+        text = found.text if text is None else text
+    if not robots_allow(text, url, config):
+        raise NavigationFailed(robots_detail(key, url, text), RejectReason.ROBOTS_DISALLOWED)
 
 
-async def attach(session: Session, hosts: Hosts, config: HostsConfig) -> None:
-    """The session's requests keep their hosts' pace; its 429/503 answers slow them down."""
+async def attach(session: Session, hosts: Hosts, config: HostsConfig, paced: bool = False) -> None:
+    """The session's requests keep their hosts' pace; its 429/503 answers slow them down.
+    `paced`: the page's first load has had its turn already (open_start waited for it)."""
     pending: set[asyncio.Task[None]] = set()
+    turn_taken = [paced]
 
     async def on_route(route: Route, request: Request) -> None:
         key = host_key(request.url, config)
-        if key is not None:
+        if turn_taken and request.is_navigation_request():
+            turn_taken.clear()  # the start load: its turn was waited for before goto began
+        elif key is not None:
             # A page load waits its turn however long; a poll or sub-resource only so long.
             bound = 0 if request.is_navigation_request() else SUBRESOURCE_MAX_WAIT_S
             wait = await hosts.pace(key, bound)

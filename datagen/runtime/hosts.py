@@ -71,10 +71,14 @@ class HostsExtension(SchedulerPlugin):
             return await book.release(key, kw["lease"])
         if what == "pace":
             return book.pace(key, kw.get("max_wait_s", 0))
+        if what == "paused":
+            return book.paused(key)
         if what == "report":
             return await book.report(key, kw["event"], kw.get("detail", ""), kw.get("after", 0))
         if what == "robots":
-            return book.robots(key, kw.get("text"))
+            return await book.robots(key, kw.get("text"))
+        if what == "robots_turn":
+            return list(await book.robots_turn(key, ACQUIRE_WAIT_S))
         if what == "figures":
             return book.figures()
         if what == "close":
@@ -114,6 +118,9 @@ class SchedulerHosts:
     async def pace(self, key: str, max_wait_s: float = 0) -> float:
         return float(await self._call("pace", key, max_wait_s=max_wait_s))
 
+    async def paused(self, key: str) -> float:
+        return float(await self._call("paused", key))
+
     async def report(
         self, key: str, event: str, detail: str = "", retry_after_s: float = 0
     ) -> None:
@@ -122,6 +129,14 @@ class SchedulerHosts:
     async def robots(self, key: str, text: str | None = None) -> str | None:
         found = await self._call("robots", key, text=text)
         return None if found is None else str(found)
+
+    async def robots_turn(self, key: str) -> str | None:
+        while True:
+            state, text = await self._call("robots_turn", key)
+            if state == "rules":
+                return str(text)
+            if state == "fetch":
+                return None
 
 
 def _plugins(dask_scheduler: Any) -> list[str]:

@@ -5,21 +5,36 @@ TTL ends and then runs that host's tasks again.
     runtime/hosts.py (the scheduler's book, at the run's end) ─► write_hosts ─► _hosts.json
     the next run's start ─► read_hosts ─► blocks still in force ─► the book
 
-Written whole each time (one small object); an unreadable one counts as none.
+Written whole each time (one small object). Read with a size bound and its types checked: the
+file is a control file of the output, which anyone with access to the folder can edit, and a
+wrong one is refused before the run's cluster starts (OutputError, with the fix), not read as
+"no blocks" (that would silently send a run back to hosts an earlier run found failing) nor
+left to fail deep inside the run. Values are cut to the bounds the book keeps: a cause to
+CAUSE_MAX characters, a block's end to a finite number (the book clamps it to `block_ttl_s`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
+import os
 import time
+from stat import S_ISREG
 from typing import Any
 
-from datagen.sink.storage import Storage
+from datagen.config.hosts import CAUSE_MAX
+from datagen.errors import OutputError
+from datagen.sink.storage import READ_FLAGS, LocalStorage, Storage, under_symlink
 
 log = logging.getLogger(__name__)
 HOSTS_KEY = "_hosts.json"
 HOSTS_VERSION = 1
+# A run over 100,000 hosts writes ~40 MB (about 400 bytes of figures a host): 64 MiB is room
+# for that and refuses a file made to exhaust the driver's memory.
+HOSTS_MAX_BYTES = 64 * 1024 * 1024
+HOST_KEY_MAX = 300  # a registrable domain, or host:port (a DNS name is at most 253)
+FIX = f"delete {HOSTS_KEY} to forget the recorded blocks (the next run records them anew)"
 
 
 def write_hosts(storage: Storage, figures: dict[str, dict[str, Any]]) -> None:
@@ -31,15 +46,83 @@ def write_hosts(storage: Storage, figures: dict[str, dict[str, Any]]) -> None:
 
 
 def read_hosts(storage: Storage) -> dict[str, dict[str, Any]]:
-    """Host → its figures and block, from `_hosts.json` ({} when none or unreadable)."""
+    """Host → its figures and block, from `_hosts.json` ({} when there is none). OutputError
+    when the file is over HOSTS_MAX_BYTES, not JSON, or not of the shape `write_hosts`
+    writes; a host's `cause` comes back cut to CAUSE_MAX."""
     if not storage.exists(HOSTS_KEY):
         return {}
+    where = f"{storage.uri.rstrip('/')}/{HOSTS_KEY}"
     try:
-        hosts = json.loads(storage.get(HOSTS_KEY)).get("hosts", {})
-    except (ValueError, AttributeError, OSError) as exc:
-        log.warning("%s is unreadable (%s): no host is taken as blocked", HOSTS_KEY, exc)
-        return {}
-    return {str(k): v for k, v in hosts.items() if isinstance(v, dict)}
+        doc = json.loads(_bounded_get(storage, HOSTS_KEY, HOSTS_MAX_BYTES))
+    except (ValueError, OSError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise OutputError(f"{where} is unreadable: {str(exc)[:300]}\n  fix: {FIX}") from None
+    return _checked(doc, where)
+
+
+def _checked(doc: Any, where: str) -> dict[str, dict[str, Any]]:
+    """The `hosts` object of a `_hosts.json` document, each entry's types checked."""
+
+    def bad(what: str) -> OutputError:
+        return OutputError(f"{where}: {what}; it is not a file datagen wrote\n  fix: {FIX}")
+
+    if not isinstance(doc, dict):
+        raise bad(f"the document is a {_kind(doc)}, not an object")
+    hosts = doc.get("hosts", {})
+    if not isinstance(hosts, dict):
+        raise bad(f'"hosts" is a {_kind(hosts)}, not an object of host → figures')
+    out: dict[str, dict[str, Any]] = {}
+    for key, entry in hosts.items():
+        if len(key) > HOST_KEY_MAX:
+            raise bad(f'host "{key[:60]}…" is over {HOST_KEY_MAX} characters')
+        if not isinstance(entry, dict):
+            raise bad(f'"hosts"."{key[:100]}" is a {_kind(entry)}, not an object')
+        until = entry.get("blocked_until")
+        if until is not None and (
+            isinstance(until, bool)
+            or not isinstance(until, int | float)
+            or not math.isfinite(until)
+        ):
+            raise bad(
+                f'"hosts"."{key[:100]}".blocked_until is {str(until)[:40]!r}: a block ends at a '
+                "finite time (seconds since the epoch) or null"
+            )
+        cause = entry.get("cause")
+        if cause is not None and not isinstance(cause, str):
+            raise bad(f'"hosts"."{key[:100]}".cause is a {_kind(cause)}, not text')
+        out[key] = {**entry, "cause": cause[:CAUSE_MAX]} if cause is not None else dict(entry)
+    return out
+
+
+def _kind(value: Any) -> str:
+    return {dict: "object", list: "list", str: "string", type(None): "null"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _bounded_get(storage: Storage, key: str, limit: int) -> bytes:
+    """The object's bytes, refused (ValueError) over `limit` bytes without reading it whole:
+    a local file's size is read from the open descriptor, then at most `limit` + 1 bytes;
+    an object store's from its listing, before the download."""
+    if isinstance(storage, LocalStorage):
+        path = storage.root / key
+        if under_symlink(storage.root, path):
+            raise ValueError(f"{path} is or lies under a symlink: not a file of the output")
+        fd = os.open(path, READ_FLAGS)
+        with os.fdopen(fd, "rb") as fh:
+            info = os.fstat(fd)
+            if not S_ISREG(info.st_mode):
+                raise ValueError(f"{path} is not a regular file")
+            if info.st_size > limit:
+                raise ValueError(f"{info.st_size:,} bytes, over the {limit:,} this file may hold")
+            data = fh.read(limit + 1)
+    else:
+        size = storage.stat(key).get(key)
+        if size is not None and size.size > limit:
+            raise ValueError(f"{size.size:,} bytes, over the {limit:,} this file may hold")
+        data = storage.get(key)
+    if len(data) > limit:  # grew between the size and the read
+        raise ValueError(f"over the {limit:,} bytes this file may hold")
+    return data
 
 
 def blocks_in_force(storage: Storage) -> dict[str, dict[str, Any]]:

@@ -12,7 +12,6 @@ log, on its own clock; no assertion on how long anything took.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -20,13 +19,8 @@ from typing import Any
 
 import pytest
 
-from datagen.browser.host import BrowserHost
-from datagen.pipeline import ShardContext, run_shard
-from datagen.pipeline.hosts import LocalHosts
-from datagen.records import TaskSpec, Wait
-from datagen.sink.storage import LocalStorage
-from tests.helpers import make_config, read
-from tests.hostsites import RESOLVE_TEST_HOSTS, Log, serve
+from tests.helpers import read
+from tests.hostsites import Log, run, serve, tasks
 
 pytestmark = pytest.mark.browser
 
@@ -44,50 +38,6 @@ def stand_in() -> Iterator[Any]:
     for server in servers:
         server.shutdown()
         server.server_close()
-
-
-def tasks(host: str, port: int, n: int, wait_s: float = 0.4) -> list[TaskSpec]:
-    return [
-        TaskSpec(
-            id=f"{host}-{i:02d}",
-            start_url=f"http://{host}:{port}/page?t={i}",
-            instruction="wait",
-            actions=(Wait(seconds=wait_s),),
-        )
-        for i in range(n)
-    ]
-
-
-def run(
-    tmp_path: Path, chromium: str, hosts: dict[str, Any], todo: list[TaskSpec], **run: Any
-) -> Any:
-    """One shard of `todo` on a fresh browser; (result, the book, sessions the browser opened)."""
-    browser = {
-        "executable": chromium,
-        "url_guard": False,
-        "extra_args": [RESOLVE_TEST_HOSTS],
-    }
-    config = make_config(
-        tmp_path,
-        policy={"type": "scripted"},
-        browser=browser,
-        cluster={"workers": 1, "sessions_per_worker": 8, "dashboard": "127.0.0.1:0"},
-        run={"max_steps": 2, "tasks_per_shard": len(todo), "hosts": hosts, **run},
-    )
-    book = LocalHosts(config.run.hosts)
-
-    async def main() -> Any:
-        host = BrowserHost(config.browser)
-        await host.start()
-        try:
-            storage = LocalStorage(tmp_path / "out")
-            ctx = ShardContext(config=config, run_id="r", host=host, storage=storage, hosts=book)
-            return await run_shard(0, todo, ctx), host.episodes
-        finally:
-            await host.close()
-
-    result, sessions = asyncio.run(main())
-    return result, book, sessions
 
 
 @pytest.mark.slow  # a long scenario: CI's second step (scripts/test.sh -m slow)

@@ -13,7 +13,8 @@ from pydantic import ValidationError
 
 from datagen.config.hosts import HostsConfig
 from datagen.pipeline.hostbook import HostBook
-from datagen.pipeline.hosts import host_key, retry_after, robots_agent, robots_allow
+from datagen.pipeline.hosts import host_key, retry_after
+from datagen.pipeline.robots import robots_agent, robots_allow
 from datagen.runtime.dashboard import page
 from datagen.sink.hosts import blocks_in_force, read_hosts, write_hosts
 from datagen.sink.storage import LocalStorage
