@@ -177,3 +177,120 @@ def test_a_rerun_redoes_the_shards_of_a_host_whose_block_ended(tmp_path: Path) -
     redo = unblocked(storage, plan)
     assert list(redo) == [0] and "down.example" in redo[0]
     assert completed_shards(storage) == {1, 2}  # the block in force keeps its shard committed
+
+
+TAMPERED = {  # what a hand (or a tool) may leave in _hosts.json → a word of the refusal
+    '{"version": 1, "hosts": []}': '"hosts" is a list',
+    "[1, 2]": "the document is a list",
+    '{"hosts": {"a.example": "blocked"}}': '"hosts"."a.example" is a string',
+    '{"hosts": {"a.example": {"blocked_until": "inf"}}}': "blocked_until is 'inf'",
+    '{"hosts": {"a.example": {"blocked_until": Infinity}}}': "blocked_until is 'inf'",
+    '{"hosts": {"a.example": {"blocked_until": NaN}}}': "blocked_until is 'nan'",
+    '{"hosts": {"a.example": {"blocked_until": true}}}': "blocked_until is 'True'",
+    '{"hosts": {"a.example": {"cause": {"x": 1}}}}': "cause is a object",
+    '{"hosts": {"' + "h" * 400 + '": {}}}': "over 300 characters",
+    '{"hosts": ': "unreadable",
+    "\xff\xfe": "unreadable",
+}
+
+
+@pytest.mark.parametrize("text", TAMPERED)
+def test_a_tampered_hosts_json_is_refused_with_its_fix(tmp_path: Path, text: str) -> None:
+    from datagen.errors import OutputError
+
+    (tmp_path / "_hosts.json").write_bytes(text.encode("latin-1"))
+    with pytest.raises(OutputError) as refused:
+        blocks_in_force(LocalStorage(tmp_path))
+    message = str(refused.value)
+    assert "_hosts.json" in message and TAMPERED[text] in message, message
+    assert "\n  fix: delete _hosts.json" in message
+
+
+def test_a_huge_hosts_json_is_refused_without_being_read(tmp_path: Path) -> None:
+    """A sparse file of 3 GB: refused from its size, before a byte is read (reading it whole
+    would take seconds and 3 GB)."""
+    from datagen.errors import OutputError
+    from datagen.sink.hosts import HOSTS_MAX_BYTES
+
+    with (tmp_path / "_hosts.json").open("wb") as fh:
+        fh.truncate(3 * 1024**3)
+    with pytest.raises(OutputError, match=f"over the {HOSTS_MAX_BYTES:,} this file may hold"):
+        read_hosts(LocalStorage(tmp_path))
+
+
+def test_restored_blocks_end_within_block_ttl_and_causes_are_cut(tmp_path: Path) -> None:
+    storage = LocalStorage(tmp_path)
+    far = time.time() + 10 * 365 * 86_400  # a block edited to last ten years
+    write_hosts(storage, {"a.example": {"blocked_until": far, "cause": "x" * 100_000}})
+    found = blocks_in_force(storage)
+    assert len(found["a.example"]["cause"]) == 500
+    book = HostBook(HostsConfig(block_ttl_s=60))
+    before = time.time()
+    book.restore(found)
+    until = book.hosts["a.example"].blocked_until
+    assert book.figures()["a.example"]["blocked"] and before < until <= time.time() + 60
+    assert len(book.figures()["a.example"]["cause"]) == 500
+    book.restore({"b.example": {"blocked_until": float("inf")}, "c": {"blocked_until": "x"}})
+    assert book.blocked("b.example") is None and book.blocked("c") is None  # never for ever
+
+
+def test_a_tampered_hosts_json_stops_the_run_before_its_cluster(tmp_path: Path) -> None:
+    """`"hosts": []` gave a traceback after the cluster and its browsers had started; now the
+    run ends at its start with the file's name and the fix, and no worker ever started."""
+    import yaml
+
+    from datagen.config import load_pipeline
+    from datagen.runplan import make_plan
+    from datagen.sink.writer import claim_output
+    from tests.helpers import datagen
+
+    urls = tmp_path / "urls.txt"
+    urls.write_text("https://example.com/\n")
+    out = tmp_path / "out"
+    spec = {
+        "name": "tampered",
+        "sources": [{"type": "urls", "path": str(urls)}],
+        "cluster": {"workers": 1, "dashboard": "127.0.0.1:0"},
+        "output": {"uri": str(out)},
+    }
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(yaml.safe_dump(spec))
+    plan = make_plan(load_pipeline(pipeline))  # an earlier run of it, as it left the output
+    claim_output(LocalStorage(out), plan.run_id, plan.config.model_dump(mode="json"))
+    (out / "_hosts.json").write_text('{"version": 1, "hosts": []}')
+    done = datagen("run", str(pipeline), timeout=120)
+    said = done.stdout + done.stderr
+    assert done.returncode != 0 and "Traceback" not in said, said
+    assert '"hosts" is a list' in said and "fix: delete _hosts.json" in said, said
+    assert "dashboard" not in said.lower(), said  # the cluster never started
+    assert not (out / "_manifest.json").exists() and not (out / "episodes").exists()
+
+
+def test_robots_txt_is_fetched_by_one_task_while_the_others_wait() -> None:
+    async def main() -> None:
+        book = HostBook(HostsConfig())
+        first = await book.robots_turn("h")
+        waiting = asyncio.create_task(book.robots_turn("h"))
+        assert await book.robots_turn("h", timeout_s=0.01) == ("wait", "")
+        assert first == ("fetch", "") and not waiting.done()
+        await book.robots("h", "User-agent: *\nDisallow: /x\n")
+        assert await waiting == ("rules", "User-agent: *\nDisallow: /x\n")
+        # a fetcher that failed for the host (DNS): the next task fetches, none waits for ever
+        assert await book.robots_turn("g") == ("fetch", "")
+        second = asyncio.create_task(book.robots_turn("g"))
+        await asyncio.sleep(0)
+        await book.report("g", "failure", "dns_failed: no address")
+        assert await second == ("fetch", "")
+
+    asyncio.run(main())
+
+
+def test_a_retry_after_pauses_the_host_and_a_503_is_a_failure() -> None:
+    async def main() -> None:
+        book = HostBook(HostsConfig(block_after=2))
+        assert book.paused("h") == 0
+        await book.report("h", "slow", "429", retry_after_s=30)
+        assert 25 < book.paused("h") <= 30
+        assert book.paused("other") == 0
+
+    asyncio.run(main())
