@@ -209,7 +209,8 @@ async def open_start(session: Session, url: str, ctx: ShardContext) -> None:
         await attach(session, hosts, config, paced=True)
         await session.goto(url)
     except NavigationFailed as exc:
-        if exc.reason in HOST_FAILURES or _status(str(exc)) >= 500:
+        failed = exc.reason is RejectReason.NAVIGATION_FAILED and _status(str(exc)) >= 500
+        if exc.reason in HOST_FAILURES or failed:  # not a robots.txt detail naming its 5xx
             await hosts.report(key, "failure", f"{exc.reason.value}: {exc}")
         raise
     await hosts.report(key, "ok")
