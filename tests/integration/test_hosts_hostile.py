@@ -80,13 +80,13 @@ def test_a_start_host_without_dns_is_dns_failed_before_any_robots_fetch(
 def test_tasks_of_a_paused_host_wait_before_their_session(
     tmp_path: Path, chromium: str, stand_in: Any
 ) -> None:
-    """The first page load gets a 429 asking for 6 s, twice the page load's 3 s limit. Before,
+    """The first page load gets a 429 asking for 10 s, twice the page load's 5 s limit. Before,
     the next tasks' loads waited for the host inside that limit and all ended
     navigation_failed; now they wait before their sessions open, and load."""
-    log = Log(mode="slow", slow_at=0, retry_after="6")
+    log = Log(mode="slow", slow_at=0, retry_after="10", ping_ms=2000)
     port = stand_in(log)
     hosts = {"max_sessions_per_host": 1, "respect_robots_txt": False}
-    browser = {"navigation_timeout_s": 3}
+    browser = {"navigation_timeout_s": 5}
     todo = tasks("busy.test", port, 3, wait_s=0.2)
     result, book, _ = run(tmp_path, chromium, hosts, todo, browser=browser)
     rejects = read(tmp_path / "out", "rejects", 0)
@@ -97,6 +97,22 @@ def test_tasks_of_a_paused_host_wait_before_their_session(
     assert book.figures()["busy.test"]["slowed"] == 1
     pages = [status for _, path, _, status in log.lines if path == "/page"]
     assert pages == [429, 200, 200], log.lines  # no load sent, and timed out, in the pause
+
+
+def test_the_start_loads_turn_in_the_pace_is_not_inside_its_time_limit(
+    tmp_path: Path, chromium: str, stand_in: Any
+) -> None:
+    """One request each 12 s (a host slowed down by a 429 storm gets there), page loads
+    limited to 5 s: the second task's load has its turn some 12 s after the first's. Before,
+    that wait was inside the load's limit (navigation_failed); now it is waited before."""
+    log = Log()
+    port = stand_in(log)
+    hosts: dict[str, Any] = {"max_sessions_per_host": 1, "max_requests_per_second": 1 / 12}
+    hosts["respect_robots_txt"] = False
+    todo = tasks("slow.test", port, 2, wait_s=0.1)
+    result, _, _ = run(tmp_path, chromium, hosts, todo, browser={"navigation_timeout_s": 5})
+    assert result.episodes == 2 and result.rejects == 0, result
+    assert [status for _, path, _, status in log.lines if path == "/page"] == [200, 200]
 
 
 def test_a_503_without_retry_after_counts_toward_the_block(
