@@ -164,6 +164,7 @@ def test_robots_txt_is_bounded_in_time_and_size_and_read_as_rfc_9309_says(
     # cut at 512 KiB: what the server got out is that, and what the sockets between hold,
     # nowhere near the 64 MB (the old fetch read every byte before it answered)
     assert ROBOTS_MAX_BYTES <= logs["huge.test"].sent < huge // 4, logs["huge.test"].sent
+    print(f"huge.test: {logs['huge.test'].sent:,} of its {huge:,} bytes of robots.txt sent")
 
 
 def test_robots_txt_is_fetched_through_the_egress_proxy_with_the_guard_on(
