@@ -84,7 +84,54 @@ HANGS = (
     "addEventListener('load', () => setTimeout(() => { while (true) {} }, 0));</script>"
     "</body></html>"
 )
+# Ordinary pages that hold a wall's id, widget or words among content of their own (issue 36:
+# each was a bot_wall reject): a long article whose search box is a <form id="challenge-form">,
+# a contact form with a visible reCAPTCHA, short pages saying the words in their content.
+NAV = "<nav>" + "".join(f'<a href="#s{i}">Section {i}</a> ' for i in range(20)) + "</nav>"
+STORY = (
+    "<p>The council met on Tuesday to discuss the new cycle lanes on the high street; the "
+    "plan, which has been revised twice since spring, now keeps the market's loading bays.</p>"
+)
+LONG_FORM = (
+    HEAD + "<title>Town news</title></head><body>" + NAV + "<h1>Town news</h1>"
+    '<form id="challenge-form" action="#"><input name="q" placeholder="Search stories">'
+    "<button>Search</button></form>" + STORY * 40 + "</body></html>"
+)
+CONTACT = (
+    HEAD + "<title>Contact us</title></head><body><nav><a href='#a'>Home</a> <a href='#b'>Shop"
+    "</a> <a href='#c'>Help</a></nav><h1>Contact us</h1><form action='#'>"
+    "<label>Name <input name='name'></label><label>Email <input type='email' name='email'>"
+    "</label><label>Message <textarea name='m'></textarea></label>"
+    '<div class="g-recaptcha" style="width:304px;height:78px;border:1px solid #ccc">'
+    "<input type='checkbox'> I'm not a robot</div><button>Send</button></form></body></html>"
+)
+ROBOT = (
+    HEAD + "<title>Robot quiz</title></head><body><nav><a href='#a'>Home</a> <a href='#b'>"
+    "Quizzes</a> <a href='#c'>Films</a> <a href='#d'>Books</a></nav><h1>Are you a robot?</h1>"
+    "<p>A short quiz from our science desk: ten questions about the machines of novels and "
+    "films, from R.U.R. to the androids of the eighties, with the answers explained at the "
+    "end.</p><p>Share your score with friends, and tell us which film we forgot.</p>"
+    "</body></html>"
+)
+CAPTCHA_HELP = (
+    HEAD + "<title>Help: signing up</title></head><body><nav><a href='#a'>Home</a> <a href='#b'>"
+    "Help</a> <a href='#c'>Support</a></nav><h1>Signing up</h1><p>Fill in your name and "
+    "email, choose a password, then complete the captcha before you press Create account.</p>"
+    "<p>If the picture does not load, reload the page or try the audio version. Still stuck? "
+    "Write to our support team.</p></body></html>"
+)
+# A challenge and nothing else, served with 200: still a wall
+THIN_CHALLENGE = (
+    HEAD + "<title>One more step</title></head><body><h1>example.test</h1>"
+    '<form id="challenge-form" action="#"><input type="checkbox"> I am human</form>'
+    "</body></html>"
+)
 PAGES: dict[str, tuple[int, str]] = {
+    "/long-form": (200, LONG_FORM),
+    "/contact": (200, CONTACT),
+    "/robot": (200, ROBOT),
+    "/captcha-help": (200, CAPTCHA_HELP),
+    "/thin-challenge": (200, THIN_CHALLENGE),
     "/challenge": (403, CHALLENGE),
     "/article": (200, ARTICLE),
     "/link-to-wall": (200, LINK_TO_WALL),
@@ -166,6 +213,22 @@ def test_a_bot_wall_is_a_reject_and_never_a_step(
     assert by_task["onward"]["stage"] in ("step", "episode")
     onward = [s for s in tables["steps"] if s["task_id"] == "onward"]
     assert onward[0]["url"].endswith("/link-to-wall") and "bot_wall" in onward[0]["action_error"]
+
+
+def test_a_wall_id_widget_or_word_on_a_page_of_its_own_is_no_wall(
+    browser_plugin: ReadyPlugin, host: BrowserHost, site: str, tmp_path: Path
+) -> None:
+    """The four ordinary pages record their steps; the thin challenge (200) and the 403 one
+    are still walls."""
+    click = (Click(x=600, y=700),)
+    ordinary = ("long-form", "contact", "robot", "captcha-help")
+    names = (*ordinary, "thin-challenge", "challenge")
+    tasks = [TaskSpec(id=n, start_url=f"{site}/{n}", instruction="x", actions=click) for n in names]
+    tables = _run(browser_plugin, host, tmp_path, tasks)
+    walls = {r["task_id"]: r["detail"] for r in tables["rejects"] if r["reason"] == "bot_wall"}
+    assert set(walls) == {"thin-challenge", "challenge"}, walls
+    assert "#challenge-form" in walls["thin-challenge"]
+    assert {s["task_id"] for s in tables["steps"]} == set(ordinary)
 
 
 def test_a_start_page_that_hangs_at_once_ends_as_a_step_timeout(
