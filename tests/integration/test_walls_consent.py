@@ -126,7 +126,19 @@ THIN_CHALLENGE = (
     '<form id="challenge-form" action="#"><input type="checkbox"> I am human</form>'
     "</body></html>"
 )
+# A banner whose "Reject all" is a link to another origin (the same server as `localhost`,
+# which the browser is allowed to open too); its "Accept all" stays on the page.
+LEAVING = (
+    HEAD + "<title>Leaving</title></head><body>" + APP + '<div id="cookie-banner" style="'
+    f'{OVERLAY}"><p>We use cookies.</p><a id="reject" href="/elsewhere">Reject all</a> '
+    "<button onclick=\"document.getElementById('cookie-banner').remove()\">Accept all</button>"
+    "</div><script>document.getElementById('reject').href = location.origin.replace("
+    "'127.0.0.1', 'localhost') + '/elsewhere';</script></body></html>"
+)
+ELSEWHERE = HEAD + "<title>Elsewhere</title></head><body>" + APP + "</body></html>"
 PAGES: dict[str, tuple[int, str]] = {
+    "/leaving": (200, LEAVING),
+    "/elsewhere": (200, ELSEWHERE),
     "/long-form": (200, LONG_FORM),
     "/contact": (200, CONTACT),
     "/robot": (200, ROBOT),
@@ -280,6 +292,36 @@ def test_consent_dialogs_are_answered_before_step_0(
     first = [g for g in tables["grounding"] if g["step_index"] == 0]
     assert {g["task_id"] for g in first if g["selector"] == "#app"} == set(episodes)
     assert not [r for r in tables["rejects"] if r["reason"] == "occluded"]
+
+
+@pytest.fixture(scope="module")
+def two_origins(browser_plugin: ReadyPlugin, site: str) -> Iterator[BrowserHost]:
+    """A browser allowed to open the stand-in site as 127.0.0.1 and as localhost."""
+    port = site.rsplit(":", 1)[1]
+    browser = BrowserHost(BrowserConfig(allow=[f"127.0.0.1:{port}", f"localhost:{port}"]))
+    browser_plugin.run(browser.start(), timeout=120)
+    try:
+        yield browser
+    finally:
+        browser_plugin.run(browser.close(), timeout=60)
+
+
+def test_a_consent_answer_that_leaves_the_origin_is_an_off_scope_reject(
+    browser_plugin: ReadyPlugin, two_origins: BrowserHost, site: str, tmp_path: Path
+) -> None:
+    """The scope is fixed by the start URL's load: "Reject all" leads to another origin (one
+    the browser may open), so the task is one off_scope reject and no step is recorded
+    there; accept, which stays, plays as before."""
+    click = (Click(x=120, y=320),)
+    task = TaskSpec(id="leaving", start_url=site + "/leaving", instruction="x", actions=click)
+    rejected = _run(browser_plugin, two_origins, tmp_path / "r", [task])
+    assert not rejected["steps"] and not rejected["episodes"]
+    [reject] = rejected["rejects"]
+    assert (reject["stage"], reject["reason"]) == ("task", "off_scope"), reject
+    assert "localhost" in reject["detail"] and "cookie-consent answer" in reject["detail"]
+    accepted = _run(browser_plugin, two_origins, tmp_path / "a", [task], consent="accept")
+    assert accepted["episodes"][0]["consent_action"] == "accepted:text"
+    assert {s["url"].split("/")[2] for s in accepted["steps"]} == {site.split("/")[2]}
 
 
 def test_consent_accept_and_leave(
