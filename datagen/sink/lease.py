@@ -249,7 +249,9 @@ class ShardLeases:
         now = time.time()
         for key, stat in listing.items():
             match = RUN_NAME.match(key)
-            if not match or match.group(1) == self.token or now - stat.modified > self.ttl_s:
+            # a heartbeat's age within ±TTL_S: one from further ahead than any clock skew (a
+            # file touched to year 3000) is no heartbeat, or that run would never end
+            if not match or match.group(1) == self.token or abs(now - stat.modified) > self.ttl_s:
                 continue
             token = match.group(1)
             holder = self._holders.get(token) or self._read_holder(key)

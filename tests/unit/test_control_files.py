@@ -225,3 +225,24 @@ def test_readers_refuse_a_3gb_part_from_its_size(tmp_path: Path) -> None:
     with pytest.raises(PartError, match=f"is {THREE_GB} bytes, the marker says"):
         read_committed(str(storage.root), "rejects")
     assert bytes_read() - before < READ_AT_MOST
+
+
+def test_a_heartbeat_from_the_future_is_no_heartbeat(tmp_path: Path) -> None:
+    """A run lease on another machine whose modification time is a year ahead (beyond any
+    clock skew the TTL allows): before, it counted as live for a year and its shards were
+    never taken over; its age is held to ±TTL."""
+    storage = output(tmp_path)
+    key = f"{CLAIMS}/run-{'ef' * 16}.json"
+    body = {
+        "token": "ef" * 16,
+        "run_id": "r",
+        "host": "elsewhere",
+        "pid": 7,
+        "process_started": 1.0,
+    }
+    storage.put(key, json.dumps(body).encode())
+    ahead = time.time() + 365 * 86400
+    os.utime(storage.root / key, (ahead, ahead))
+    assert ShardLeases(storage, "r").others() == []
+    os.utime(storage.root / key, None)  # renewed now: live
+    assert [h.host for h in ShardLeases(storage, "r").others()] == ["elsewhere"]
