@@ -12,12 +12,13 @@
   // (a checkbox or a hidden token at most). Those inside a CAPTCHA widget are the widget's.
   const NOT_FIELDS = ['hidden', 'checkbox', 'radio', 'submit', 'button', 'image', 'reset', 'file'];
   const WIDGET = '.g-recaptcha, .h-captcha, .cf-turnstile, #px-captcha, [id^="sec-"]';
-  const fields = Array.from(d.querySelectorAll('input, textarea, select')).filter((e) => {
-    if (e.tagName === 'INPUT' && NOT_FIELDS.includes((e.type || '').toLowerCase())) return false;
+  let fields = 0;  // counted up to 5 (only "none" matters): a form of 500 fields costs 5 looks
+  for (const e of d.querySelectorAll('input, textarea, select')) {
+    if (e.tagName === 'INPUT' && NOT_FIELDS.includes((e.type || '').toLowerCase())) continue;
     const r = e.getBoundingClientRect(), s = getComputedStyle(e);
-    return r.width > 1 && r.height > 1 && s.visibility !== 'hidden' && s.display !== 'none'
-      && !e.closest(WIDGET);
-  }).length;
+    if (r.width > 1 && r.height > 1 && s.visibility !== 'hidden' && s.display !== 'none'
+      && !e.closest(WIDGET) && ++fields >= 5) break;
+  }
   const widgets = Array.from(d.querySelectorAll(
     '.g-recaptcha, iframe[src*="recaptcha/api2/anchor"], iframe[src*="recaptcha/api2/bframe"], '
     + 'iframe[src*="recaptcha/enterprise/anchor"], .h-captcha, iframe[src*="hcaptcha.com"], '

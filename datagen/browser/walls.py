@@ -67,7 +67,7 @@ class Signals:
     text_length: int = 0
     links: int = 0
     password: bool = False
-    fields: int = 0  # the page's own visible form fields (text, email, textarea, select...)
+    fields: int = 0  # the page's own visible form fields (text, email, textarea...), up to 5
     widgets: tuple[str, ...] = ()
     iframes: tuple[str, ...] = ()
     scripts: tuple[str, ...] = ()
