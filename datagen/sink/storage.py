@@ -141,16 +141,12 @@ class LocalStorage:
 READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
 
 
-class TooLarge(ValueError):
-    """A control file larger than any the sink writes: refused before it is read."""
-
-
 def read_small(storage: Storage, key: str, limit: int) -> bytes:
     """A control file's bytes (a marker, `_run.json`, a lease), at most `limit` of them. Its
     size is looked at before anything is read: a local file's from `fstat` of the opened file
     (a regular file reached through no symlink, as `LocalStorage.get`), an S3 object's from
-    the GET's Content-Length, before its body is read. TooLarge (a ValueError) when larger:
-    a 3 GB file there costs a stat, not 3 GB of memory."""
+    the GET's Content-Length, before its body is read. ValueError when it is larger: a 3 GB
+    file there costs a stat, not 3 GB of memory."""
     from datagen.sink.s3 import S3Storage
 
     if isinstance(storage, LocalStorage):
@@ -180,7 +176,7 @@ def read_small(storage: Storage, key: str, limit: int) -> bytes:
 
 def _bounded(size: int, limit: int) -> None:
     if size > limit:
-        raise TooLarge(f"is {size:,} bytes, more than the {limit:,} such a file holds")
+        raise ValueError(f"is {size:,} bytes, more than the {limit:,} such a file holds")
 
 
 def under_symlink(root: Path, path: Path) -> bool:

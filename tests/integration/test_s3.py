@@ -8,7 +8,7 @@ import os
 import pytest
 
 from datagen.sink.s3 import S3Storage, split_uri
-from datagen.sink.storage import TooLarge, read_small
+from datagen.sink.storage import read_small
 from datagen.sink.writer import (
     MAX_MARKER_BYTES,
     completed_shards,
@@ -66,7 +66,7 @@ def test_control_files_are_read_with_a_bound() -> None:
         write_shard(storage, 2, {}, shard_stats(2))
         storage.put(marker_key(2), b" " * (MAX_MARKER_BYTES + 1))
         assert read_small(storage, marker_key(1), MAX_MARKER_BYTES).startswith(b"{")
-        with pytest.raises(TooLarge, match="more than the"):
+        with pytest.raises(ValueError, match="more than the"):
             read_small(storage, marker_key(2), MAX_MARKER_BYTES)
         with pytest.warns(UserWarning, match="shard 2 skipped"):
             assert [m.shard for m in read_markers(storage)] == [1]

@@ -24,7 +24,7 @@ from datagen.errors import OutputError
 from datagen.sink.checked import PartError
 from datagen.sink.lease import CLAIMS, ShardLeases, parse_holder
 from datagen.sink.read import read_committed
-from datagen.sink.storage import LocalStorage, TooLarge, read_small
+from datagen.sink.storage import LocalStorage, read_small
 from datagen.sink.verify import verify_output
 from datagen.sink.writer import (
     RUN_FILE,
@@ -134,7 +134,7 @@ def test_read_small_refuses_what_is_larger_than_its_bound(tmp_path: Path) -> Non
     storage = LocalStorage(tmp_path)
     storage.put("a.json", b"x" * 1001)
     assert read_small(storage, "a.json", 1001) == b"x" * 1001
-    with pytest.raises(TooLarge, match="is 1,001 bytes, more than the 1,000"):
+    with pytest.raises(ValueError, match="is 1,001 bytes, more than the 1,000"):
         read_small(storage, "a.json", 1000)
     os.mkfifo(tmp_path / "fifo.json")  # never blocks: not a regular file
     with pytest.raises(ValueError, match="not a regular file"):
