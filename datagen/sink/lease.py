@@ -282,10 +282,13 @@ class ShardLeases:
 
 def parse_holder(raw: bytes) -> Holder:
     """A run lease's body, its types checked (a `pid` of "abc" would fail later, in `alive`,
-    outside any guard); ValueError when it is not one `ShardLeases` writes."""
+    outside any guard); ValueError when it is not one `ShardLeases` writes. Keys it does not
+    know are left out (another version's lease still names a live run: see `models`)."""
     data = json.loads(raw)
-    if not isinstance(data, dict) or set(data) != {f.name for f in fields(Holder)}:
+    names = [f.name for f in fields(Holder)]
+    if not isinstance(data, dict) or not set(names) <= set(data):
         raise ValueError("not a run lease's fields")
+    data = {name: data[name] for name in names}
     pid, started = data["pid"], data["process_started"]
     strings = all(
         isinstance(data[k], str) and len(data[k]) <= 256 for k in ("token", "run_id", "host")

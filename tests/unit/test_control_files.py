@@ -183,7 +183,7 @@ def test_a_marker_from_the_future_is_clamped_to_now(tmp_path: Path) -> None:
         {"pid": 2**70},
         {"process_started": float("inf")},
         {"host": ["h"]},
-        {"extra": 1},
+        {"token": 5},
     ],
 )
 def test_a_run_lease_of_the_wrong_types_is_no_live_run(
@@ -246,3 +246,8 @@ def test_a_heartbeat_from_the_future_is_no_heartbeat(tmp_path: Path) -> None:
     assert ShardLeases(storage, "r").others() == []
     os.utime(storage.root / key, None)  # renewed now: live
     assert [h.host for h in ShardLeases(storage, "r").others()] == ["elsewhere"]
+
+
+def test_a_run_lease_with_a_key_of_another_version_still_names_its_run() -> None:
+    body = {"token": "ab", "run_id": "r", "host": "h", "pid": 7, "process_started": 1.5, "new": 1}
+    assert parse_holder(json.dumps(body).encode()).pid == 7
