@@ -189,12 +189,14 @@ def _listen(dashboard: str, host: str, port: int) -> None:
 
 def check_browser(configured: str | None) -> None:
     """The executable exists, runs, and says it is Chromium."""
-    from datagen.browser.launch import SYSTEM_CHROMIUM, find_executable
+    from datagen.browser.launch import INSTALL_HINT, SYSTEM_CHROMIUM, find_executable
 
     try:
         executable = find_executable(configured, _playwright_own() if not configured else None)
     except BrowserUnavailable as exc:
-        raise ConfigError(str(exc), path="browser.executable" if configured else "") from None
+        problem, _, hint = str(exc).partition("; ")  # "what is wrong; install a Chromium: …"
+        key = "browser.executable" if configured else ""
+        raise ConfigError(problem, path=key, fix=hint or INSTALL_HINT) from None
     if os.sep in executable or Path(executable).exists():
         executable = os.path.abspath(executable)  # run the file named, not one on PATH
     key = "browser.executable" if configured else ""

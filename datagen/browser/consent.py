@@ -16,6 +16,12 @@ The result, on the episode row: `<outcome>:<framework>` with outcome `rejected`,
 `closed` (reject asked, the dialog had no reject button: its close button, which CMPs treat
 as no consent), `left` (mode leave), `no_button` (no button for the mode: the dialog stays),
 `failed` (clicked, but the dialog did not go away); None: no dialog was found.
+
+The episode's scope is fixed by the start URL's load, not by where a consent answer leads: an
+answer that navigates the page to another origin (a "Reject all" that is a link to the CMP's
+own site, even one `browser.allow` lets through) ends the task as an `off_scope` reject
+(NavigationFailed), so no step is ever recorded there. An answer that reloads the page, or
+moves within its origin, is the site's own doing.
 """
 
 from __future__ import annotations
@@ -23,10 +29,13 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from playwright.async_api import ElementHandle, Frame
 
+from datagen.browser.navigation import NavigationFailed
 from datagen.browser.observe import settle_load
+from datagen.records import RejectReason
 
 if TYPE_CHECKING:
     from datagen.browser.session import Session
@@ -49,6 +58,7 @@ async def answer_consent(session: Session, mode: str) -> str | None:
     """Find the page's consent dialog and answer it as `mode` (reject | accept | leave) asks;
     what was done (see the module docstring), or None when there was no dialog."""
     await session.settle()  # frameworks inject their dialog after load, from their own scripts
+    start = session.page.url  # the start URL's load: the episode's page, its scope's start
     for frame in session.page.frames[:MAX_FRAMES]:
         found = await _find(frame, mode)
         if found is None:
@@ -58,8 +68,27 @@ async def answer_consent(session: Session, mode: str) -> str | None:
             return f"{OUTCOMES[outcome]}:{framework}"
         gone = await _click(button)
         await settle_load(session.page, session.config.navigation_timeout_s)  # some reload
-        return f"{OUTCOMES[outcome] if gone else 'failed'}:{framework}"
+        answer = f"{OUTCOMES[outcome] if gone else 'failed'}:{framework}"
+        now = session.page.url
+        if origin(now) != origin(start):
+            raise NavigationFailed(
+                f"the cookie-consent answer ({answer}) led from {start[:300]} to {now[:300]}, "
+                "another origin: the episode's scope is its start page's",
+                RejectReason.OFF_SCOPE,
+            )
+        return answer
     return None
+
+
+def origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of a URL, the port spelled out (http://h and http://h:80 agree);
+    a URL without a host (about:blank, chrome-error://…) is its own origin."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    except ValueError:
+        return url, "", None
+    return parts.scheme, (parts.hostname or url), port
 
 
 async def _find(frame: Frame, mode: str) -> tuple[str, str, ElementHandle | None] | None:

@@ -9,10 +9,22 @@ not on ordinary ones. Each provider has its own: Cloudflare's challenge (`_cf_ch
 `#challenge-form`, title "Just a moment..."; not its `/cdn-cgi/challenge-platform/` script,
 which bot management injects into ordinary pages too), DataDome's captcha-delivery iframe,
 PerimeterX/HUMAN's `#px-captcha`, Akamai's `sec-if-cpt` challenge and its "Access Denied …
-Reference #" block page, Google's `/sorry/` page. A CAPTCHA widget (reCAPTCHA, hCaptcha,
-Turnstile) or a phrase such as "verify you are human" counts only on a thin page (little text,
-few links: a challenge, not a site) or with an HTTP 401/403/429/503: a contact form with a
-reCAPTCHA, v3's invisible badge, or an article about CAPTCHAs is no wall.
+Reference #" block page, Google's `/sorry/` page.
+
+What a page's own markup can hold counts only on a page that is a challenge and nothing else,
+or with an HTTP 401/403/429/503 (what walls are served with):
+
+- an element id or class (`#challenge-form`, `#px-captcha`) or a CAPTCHA widget (reCAPTCHA,
+  hCaptcha, Turnstile): on a thin page (little text, few links) with no fields of its own (a
+  challenge has a checkbox at most);
+- a phrase such as "verify you are human" alone: on a bare page (a sentence or two, at most
+  two links, no fields).
+
+So an article (40 paragraphs, 20 links) holding a `<form id="challenge-form">`, a contact form
+with a visible reCAPTCHA, v3's invisible badge, and short pages saying "are you a robot" or
+"complete the captcha" among their own content are no walls. Globals, iframes and scripts that
+only a provider's challenge serves (`_cf_chl_opt`, captcha-delivery, Incapsula's resource,
+Akamai's `cp_challenge`) count on any page.
 """
 
 from __future__ import annotations
@@ -37,6 +49,8 @@ log = logging.getLogger(__name__)
 
 THIN_TEXT = 1200  # characters of body text: challenge pages say a sentence or two
 THIN_LINKS = 12  # links on the page: a site's navigation alone has more
+BARE_TEXT = 300  # a phrase alone counts on a page of a sentence or two, and...
+BARE_LINKS = 2  # ...no more links than a challenge's "why am I seeing this" and its provider
 READ_TIMEOUT_S = 5.0  # a start page's read (not within a step's limit): a hung page is no wall
 WALL_STATUSES = (401, 403, 429, 503)  # what walls are served with (Cloudflare: 403/503)
 
@@ -53,6 +67,7 @@ class Signals:
     text_length: int = 0
     links: int = 0
     password: bool = False
+    fields: int = 0  # the page's own visible form fields (text, email, textarea...), up to 5
     widgets: tuple[str, ...] = ()
     iframes: tuple[str, ...] = ()
     scripts: tuple[str, ...] = ()
@@ -77,6 +92,7 @@ class Signals:
             text_length=int(raw.get("text_length") or 0),
             links=int(raw.get("links") or 0),
             password=bool(raw.get("password")),
+            fields=int(raw.get("fields") or 0),
             widgets=strings("widgets"),
             iframes=strings("iframes"),
             scripts=strings("scripts"),
@@ -89,6 +105,16 @@ class Signals:
     def thin(self) -> bool:
         """Little text and few links: a page that is one message, not a site."""
         return self.text_length <= THIN_TEXT and self.links <= THIN_LINKS
+
+    @property
+    def challenge_only(self) -> bool:
+        """Thin, and no fields of its own: nothing on it but the challenge."""
+        return self.thin and self.fields == 0
+
+    @property
+    def bare(self) -> bool:
+        """A sentence or two and nothing else: a message page, not content."""
+        return self.text_length <= BARE_TEXT and self.links <= BARE_LINKS and self.fields == 0
 
 
 @dataclass(frozen=True)
@@ -141,10 +167,12 @@ LOGIN_PHRASES = (
 AKAMAI_REFERENCE = re.compile(r"reference\s*#\s*\d+\.[0-9a-f]+\.\d+", re.I)
 
 
-def _provider_markers(s: Signals) -> Wall | None:
-    """Markers that only challenge and block pages carry: a wall on any page."""
+def _provider_markers(s: Signals, confident: bool) -> Wall | None:
+    """Markers that challenge and block pages carry: globals, iframes and scripts on any page;
+    element ids and classes (which a page's own markup can hold) only when `confident`."""
     title = s.title.strip().lower()
-    cloudflare = [m for m in s.markers if "challenge" in m or m.startswith((".cf-", "#cf-"))]
+    markers = s.markers if confident else ()
+    cloudflare = [m for m in markers if "challenge" in m or m.startswith((".cf-", "#cf-"))]
     if s.cf_chl:
         cloudflare.append("window._cf_chl_opt")
     if cloudflare or (title == "just a moment..." and s.thin):
@@ -154,9 +182,9 @@ def _provider_markers(s: Signals) -> Wall | None:
     datadome = [u for u in s.iframes if "captcha-delivery.com" in u]
     if datadome:
         return Wall("datadome", [f"iframe {datadome[0][:120]}"])
-    if "#px-captcha" in s.markers:
+    if "#px-captcha" in markers:
         return Wall("perimeterx", ["#px-captcha"])
-    akamai = [m for m in s.markers if m.startswith("#sec-")]
+    akamai = [m for m in markers if m.startswith("#sec-")]
     akamai += [u[:120] for u in s.scripts if "/_sec/cp_challenge/" in u]
     if akamai:
         return Wall("akamai", akamai)
@@ -177,13 +205,13 @@ def _flat(text: str) -> str:
 
 def classify(s: Signals) -> Wall | None:
     """Is this page a wall, and whose? None for an ordinary page (see the module docstring)."""
-    wall = _provider_markers(s)
     status = [f"HTTP {s.status}"] if s.status in WALL_STATUSES else []
+    confident = s.challenge_only or bool(status)  # a widget or an element id counts
+    wall = _provider_markers(s, confident)
     if wall is not None:
         return Wall(wall.provider, [*wall.evidence, *status])
     text, title = _flat(s.text), _flat(s.title)
     phrases = [p for p in CHALLENGE_PHRASES if p in text or p in title]
-    confident = s.thin or bool(status)
     if s.widgets and confident:
         kind = s.widgets[0].lower()
         provider = (
@@ -194,7 +222,7 @@ def classify(s: Signals) -> Wall | None:
             else "recaptcha"
         )
         return Wall(provider, [f"captcha widget {s.widgets[0][:80]!r}", *phrases[:2], *status])
-    if phrases and confident:
+    if phrases and (s.bare or bool(status)):  # words alone: a bare message page, or a status
         return Wall("captcha", [f"page text {phrases[0]!r}", *status])
     logins = [p for p in LOGIN_PHRASES if p in text or p in title]
     if (s.status == 401 or (logins and s.password)) and s.thin:

@@ -46,7 +46,8 @@ def load_pipeline(
         raise ConfigError(str(exc), fix=exc.fix or "correct the YAML") from None
     if not isinstance(data, dict):
         raise ConfigError(
-            f"{path}: the file must be a YAML mapping (key: value), got {type(data).__name__}"
+            f"{path}: the file must be a YAML mapping (key: value), got {type(data).__name__}",
+            fix="start from a file in pipelines/ (it needs sources: and output:)",
         )
     data = expand_env(data, unset_ok=unset_env_ok)
     if "base_dir" in data:
@@ -313,4 +314,81 @@ def _explain(err: Any) -> str:
         return f"- {where}: no 'type:' key. fix: add 'type:' ({err.get('ctx', {}).get('discriminator')})"
     value = err.get("input")
     shown = "" if isinstance(value, dict | list) else f" (got {value!r})"
-    return f"- {where}: {err['msg']}{shown}"
+    message = str(err["msg"])
+    if "fix:" in message:  # a validator's own message already says how
+        return f"- {where}: {message}{shown}"
+    return f"- {where}: {message}{shown}. fix: {_fix(err, loc, where)}"
+
+
+NUMBER_KINDS = {"int_parsing", "int_type", "int_from_float", "float_parsing", "float_type"}
+BOUND_KINDS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
+
+
+def _fix(err: Any, loc: tuple[int | str, ...], where: str) -> str:
+    """How to put a type or range error right: the key's bounds, type and description (every
+    field is described), so the line says what a good value looks like."""
+    kind, ctx = str(err["type"]), err.get("ctx") or {}
+    field = _field(loc)
+    described = f" ({field.description})" if field is not None and field.description else ""
+    if kind in BOUND_KINDS or kind == "finite_number" or kind in NUMBER_KINDS:
+        whole = kind.startswith("int") or _is_int(field)
+        number = "a whole number" if whole else "a finite number"
+        bounds = _bounds(field) or _bounds_of(ctx)
+        return f"write {number}{' ' + bounds if bounds else ''}{described}"
+    if kind in ("too_short", "too_long"):
+        least, most = ctx.get("min_length"), ctx.get("max_length")
+        count = f"at least {least}" if kind == "too_short" else f"at most {most}"
+        return f"give {count} item{'s' if (least or most) != 1 else ''}{described}"
+    if kind in ("bool_parsing", "bool_type"):
+        return f"write true or false{described}"
+    if kind in ("string_type", "string_too_long", "string_too_short"):
+        return f"write a string{_lengths(ctx)}{described}"
+    if kind == "literal_error":
+        return f"use one of {ctx.get('expected')}"
+    if kind == "enum":
+        return f"use one of {ctx.get('expected')}"
+    if kind in ("list_type", "tuple_type", "set_type"):
+        return f"write a list ([a, b]){described}"
+    if kind in ("dict_type", "model_type", "model_attributes_type"):
+        return f"write a mapping (key: value){described}"
+    message = str(err["msg"])
+    if "; " in message:  # "what is wrong; what to write" (the validators' own convention)
+        return message.rsplit("; ", 1)[1]
+    return f"change {where}{described or ' (see the pipeline reference in the README)'}"
+
+
+def _field(loc: tuple[int | str, ...]) -> Any:
+    """The pydantic field an error location ends at, or None (a list item, a union tag)."""
+    if not loc or not isinstance(loc[-1], str):
+        return None
+    fields = getattr(_walk(loc[:-1])[1], "model_fields", {})
+    return fields.get(loc[-1])
+
+
+def _is_int(field: Any) -> bool:
+    annotation = _unwrap(getattr(field, "annotation", None))
+    return annotation is int or int in typing.get_args(annotation)
+
+
+def _bounds(field: Any) -> str:
+    """'between 200 and 7680', '> 0', ... from the field's own constraints."""
+    found: dict[str, Any] = {}
+    for meta in getattr(field, "metadata", []) or []:
+        for name in ("gt", "ge", "lt", "le"):
+            if getattr(meta, name, None) is not None:
+                found[name] = getattr(meta, name)
+    return _bounds_of(found)
+
+
+def _bounds_of(limits: dict[str, Any]) -> str:
+    low = f"≥ {limits['ge']}" if "ge" in limits else f"> {limits['gt']}" if "gt" in limits else ""
+    high = f"≤ {limits['le']}" if "le" in limits else f"< {limits['lt']}" if "lt" in limits else ""
+    return " and ".join(b for b in (low, high) if b)
+
+
+def _lengths(ctx: dict[str, Any]) -> str:
+    if ctx.get("max_length") is not None:
+        return f" of at most {ctx['max_length']} characters"
+    if ctx.get("min_length") is not None:
+        return f" of at least {ctx['min_length']} characters"
+    return ""

@@ -28,7 +28,7 @@ from datagen.records import ShardResult, TaskSpec
 from datagen.runtime.hosts import SchedulerHosts
 from datagen.runtime.plugin import BrowserPlugin, RunNames
 from datagen.sink.storage import Storage, output_storage
-from datagen.sink.writer import marker_key, parse_marker
+from datagen.sink.writer import marker_key, read_marker
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +125,6 @@ def _committed(storage: Storage, shard: int) -> ShardResult | None:
     if not storage.exists(key):
         return None
     try:
-        return parse_marker(storage.get(key), shard).stats
+        return read_marker(storage, shard).stats
     except ValueError:  # unreadable: run the shard
         return None

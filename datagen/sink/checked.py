@@ -81,9 +81,11 @@ def _local_chunks(root: Path, key: str, size: int) -> Iterator[bytes]:
         raise ValueError("is a symlink, not a file inside the output")
     fd = os.open(path, READ_FLAGS)  # O_NOFOLLOW: a symlink put there since is refused too
     with os.fdopen(fd, "rb", buffering=0) as fh:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise ValueError(f"is {_kind(mode)}, not a regular file")
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"is {_kind(info.st_mode)}, not a regular file")
+        if info.st_size > size:  # refused from its size: a 3 GB file there is never read
+            raise ValueError(f"is {info.st_size} bytes, the marker says {size}")
         read = 0
         while chunk := fh.read(min(CHUNK, size + 1 - read)):
             read += len(chunk)
@@ -149,7 +151,7 @@ def parse_part(data: bytes, table: str, columns: list[str] | None = None) -> pa.
     return pa.Table.from_arrays(arrays, schema=chosen)
 
 
-def check_part(data: bytes, table: str) -> pq.ParquetFile:
+def check_part(data: bytes | bytearray, table: str) -> pq.ParquetFile:
     """The part opened, once its schema and every row group's bounds are checked: rows, values
     and decoded size with dictionaries counted expanded (nothing else is decoded; `verify`
     calls this alone). ValueError saying what is off."""
@@ -167,7 +169,7 @@ def check_part(data: bytes, table: str) -> pq.ParquetFile:
     return parquet
 
 
-def _check_row_group(data: bytes, parquet: pq.ParquetFile, index: int) -> None:
+def _check_row_group(data: bytes | bytearray, parquet: pq.ParquetFile, index: int) -> None:
     """Refuse a row group whose decoded size is out of bounds, without decoding it: counts
     from the footer, dictionary-encoded columns read as dictionaries (small) and measured as
     they would expand."""

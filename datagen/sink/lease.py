@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import re
 import socket
@@ -27,13 +28,12 @@ import time
 import uuid
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, fields
 
 import psutil
 
 from datagen.sink.models import ShardClaim
-from datagen.sink.storage import ObjectStat, Storage
+from datagen.sink.storage import ObjectStat, Storage, read_small
 from datagen.sink.writer import completed_shards
 
 log = logging.getLogger(__name__)
@@ -46,6 +46,7 @@ TEMP_AGE_S = 600.0  # a temp file this old is no write in progress (a put takes 
 RUN_NAME = re.compile(rf"^{CLAIMS}/run-([0-9a-f]+)\.json$")
 SHARD_NAME = re.compile(rf"^{CLAIMS}/shard-(\d+)\.g(\d+)\.json$")
 PARALLEL = 8  # concurrent PUTs/GETs of small lease objects (S3 latency bound)
+MAX_CLAIM_BYTES = 64 << 10  # a lease is a token, a host name and two numbers: read no more
 
 
 def shard_lease_key(shard: int, gen: int) -> str:
@@ -248,7 +249,9 @@ class ShardLeases:
         now = time.time()
         for key, stat in listing.items():
             match = RUN_NAME.match(key)
-            if not match or match.group(1) == self.token or now - stat.modified > self.ttl_s:
+            # a heartbeat's age within ±TTL_S: one from further ahead than any clock skew (a
+            # file touched to year 3000) is no heartbeat, or that run would never end
+            if not match or match.group(1) == self.token or abs(now - stat.modified) > self.ttl_s:
                 continue
             token = match.group(1)
             holder = self._holders.get(token) or self._read_holder(key)
@@ -264,13 +267,34 @@ class ShardLeases:
 
     def _read_token(self, key: str) -> str | None:
         try:
-            return ShardClaim.model_validate_json(self.storage.get(key)).token
+            return ShardClaim.model_validate_json(
+                read_small(self.storage, key, MAX_CLAIM_BYTES)
+            ).token
         except Exception:  # removed since the listing, or not ours: it holds nothing
             return None
 
     def _read_holder(self, key: str) -> Holder | None:
         try:
-            data: dict[str, Any] = json.loads(self.storage.get(key))
-            return Holder(**data)
+            return parse_holder(read_small(self.storage, key, MAX_CLAIM_BYTES))
         except Exception:  # removed since the listing, or unreadable: no live run
             return None
+
+
+def parse_holder(raw: bytes) -> Holder:
+    """A run lease's body, its types checked (a `pid` of "abc" would fail later, in `alive`,
+    outside any guard); ValueError when it is not one `ShardLeases` writes. Keys it does not
+    know are left out (another version's lease still names a live run: see `models`)."""
+    data = json.loads(raw)
+    names = [f.name for f in fields(Holder)]
+    if not isinstance(data, dict) or not set(names) <= set(data):
+        raise ValueError("not a run lease's fields")
+    data = {name: data[name] for name in names}
+    pid, started = data["pid"], data["process_started"]
+    strings = all(
+        isinstance(data[k], str) and len(data[k]) <= 256 for k in ("token", "run_id", "host")
+    )
+    if not strings or type(pid) is not int or not 0 < pid < 1 << 32:
+        raise ValueError("a run lease's token, run_id, host or pid of the wrong type")
+    if type(started) not in (int, float) or not 0 <= started < math.inf:
+        raise ValueError(f"process_started is {started!r}")
+    return Holder(**data)

@@ -141,6 +141,44 @@ class LocalStorage:
 READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
 
 
+def read_small(storage: Storage, key: str, limit: int) -> bytes:
+    """A control file's bytes (a marker, `_run.json`, a lease), at most `limit` of them. Its
+    size is looked at before anything is read: a local file's from `fstat` of the opened file
+    (a regular file reached through no symlink, as `LocalStorage.get`), an S3 object's from
+    the GET's Content-Length, before its body is read. ValueError when it is larger: a 3 GB
+    file there costs a stat, not 3 GB of memory."""
+    from datagen.sink.s3 import S3Storage
+
+    if isinstance(storage, LocalStorage):
+        path = storage._path(key)
+        if under_symlink(storage.root, path):
+            raise ValueError(f"{path} is or lies under a symlink: not a file of the output")
+        fd = os.open(path, READ_FLAGS)
+        with os.fdopen(fd, "rb") as fh:
+            info = os.fstat(fd)
+            if not S_ISREG(info.st_mode):
+                raise ValueError(f"{path} is not a regular file")
+            _bounded(info.st_size, limit)
+            data = fh.read(limit + 1)
+    elif isinstance(storage, S3Storage):
+        obj = storage.client.get_object(Bucket=storage.bucket, Key=storage._key(key))
+        body = obj["Body"]
+        try:
+            _bounded(int(obj.get("ContentLength") or 0), limit)
+            data = body.read(limit + 1)
+        finally:
+            body.close()
+    else:  # another store (tests): whole objects
+        data = storage.get(key)
+    _bounded(len(data), limit)
+    return data
+
+
+def _bounded(size: int, limit: int) -> None:
+    if size > limit:
+        raise ValueError(f"is {size:,} bytes, more than the {limit:,} such a file holds")
+
+
 def under_symlink(root: Path, path: Path) -> bool:
     """Is `path`, or a folder between `root` and it, a symlink? (Or not under `root` at all.)"""
     try:

@@ -27,7 +27,7 @@ from datagen.sink.checked import check_part, part_chunks
 from datagen.sink.models import Marker, PartFile
 from datagen.sink.schema import TABLES
 from datagen.sink.storage import ObjectStat, Storage
-from datagen.sink.writer import RUN_FILE, marker_keys, parse_marker, part_key
+from datagen.sink.writer import RUN_FILE, marker_key, marker_keys, part_key, read_marker
 
 READERS = 8  # parallel GETs: S3 latency, not bandwidth, bounds a serial read of many objects
 
@@ -118,11 +118,15 @@ def verify_output(storage: Storage, full: bool = True) -> Report:
         report.parts = len(files)
         digests: dict[str, str] = {}
         if full:
-            present = [f.key for _, f in files if f.key in listing]
-            tables = {f.key: f.table for _, f in files}
-            hashed = pool.map(lambda k: _sha256(storage, k, listing[k].size, tables[k]), present)
-            digests = dict(zip(present, hashed, strict=True))
-            report.hashed_bytes = sum(listing[k].size for k in present)
+            # Sizes first, from the listing: a part is read (hashed) only when its size is
+            # that of a committed part, its own (same size: altered?) or another's (swapped?).
+            # Any other size is a problem the listing shows alone, and a 3 GB file there is
+            # never read.
+            sizes = {f.bytes for _, f in files}
+            wanted = [f for _, f in files if f.key in listing and listing[f.key].size in sizes]
+            hashed = pool.map(lambda f: _sha256(storage, f, listing[f.key].size), wanted)
+            digests = {f.key: digest for f, digest in zip(wanted, hashed, strict=True)}
+            report.hashed_bytes = sum(listing[f.key].size for f in wanted)
     recorded = {f.sha256: (shard, f.table) for shard, f in files}
     for shard, f in files:
         problem = _check(shard, f, listing.get(f.key), digests.get(f.key), recorded)
@@ -139,27 +143,33 @@ def verify_output(storage: Storage, full: bool = True) -> Report:
 def _read_marker(storage: Storage, shard: int, key: str) -> Marker | str:
     """The marker, or why it cannot be trusted."""
     try:
-        return parse_marker(storage.get(key), shard)
+        if key != marker_key(shard):  # listed under another spelling (shard-7.json)
+            return f"not the marker key of shard {shard} ({marker_key(shard)})"
+        return read_marker(storage, shard)
     except Exception as exc:  # a parse error, or the object went away / cannot be read
         return str(exc) or type(exc).__name__
 
 
-def _sha256(storage: Storage, key: str, size: int, table: str) -> str:
-    """The part's sha256, read through the checked reader (a regular file inside the output,
-    at most the `size` its listing gave), READERS parts at once; then what a reader checks
-    before decoding (schema, row groups' bounds), so that `--verify` redoes a part the marker
-    vouches for but no reader would take. "unreadable: …" or "malformed: …" instead of a
-    digest when it fails."""
+def _sha256(storage: Storage, part: PartFile, size: int) -> str:
+    """The part's sha256, streamed through the checked reader (a regular file inside the
+    output, at most the `size` its listing gave), READERS parts at once. When it is the size
+    its marker records (it may be the committed bytes), those bytes are kept, once, for what
+    a reader checks before decoding (schema, row groups' bounds), so that `--verify` redoes a
+    part the marker vouches for but no reader would take. "unreadable: …" or "malformed: …"
+    instead of a digest when it fails."""
     digest = hashlib.sha256()
-    chunks = []
+    kept: bytearray | None = bytearray() if size == part.bytes else None
     try:
-        for chunk in part_chunks(storage, key, size):
+        for chunk in part_chunks(storage, part.key, size):
             digest.update(chunk)
-            chunks.append(chunk)
+            if kept is not None:
+                kept += chunk
     except Exception as exc:  # removed since the listing, or unreadable
         return f"unreadable: {type(exc).__name__}: {exc}"
+    if kept is None or digest.hexdigest() != part.sha256:
+        return digest.hexdigest()  # not the committed bytes: what a reader checks is moot
     try:
-        check_part(b"".join(chunks), table)
+        check_part(kept, part.table)
     except ValueError as exc:
         return f"malformed: {digest.hexdigest()} {exc}"
     return digest.hexdigest()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import re
 import time
 import warnings
@@ -33,7 +34,7 @@ from datagen.errors import OutputError
 from datagen.records import ShardResult
 from datagen.sink.models import Marker, PartFile, RunInfo, to_json
 from datagen.sink.schema import TABLES, arrow_schema, compression, image_columns
-from datagen.sink.storage import Storage
+from datagen.sink.storage import Storage, read_small
 
 RUN_FILE = "_run.json"
 MARKERS = "_markers"
@@ -44,6 +45,11 @@ MANIFEST = "_manifest.json"
 ROW_GROUP_ROWS = 256
 IMAGE_ROW_GROUP_ROWS = 100
 IMAGE_ROW_GROUP_BYTES = 32_000_000  # of image bytes: a 2x PNG screenshot can near its raw 12 MB
+# Control files are read with a bound (`storage.read_small`): a marker is 4 part entries and a
+# shard's stats (a few KB; its reject reasons are a few dozen names); `_run.json` holds the
+# pipeline, whose file is at most loading.MAX_BYTES (its JSON a little more, with defaults).
+MAX_MARKER_BYTES = 1 << 20
+MAX_RUN_BYTES = 16 << 20
 
 
 def part_key(table: str, shard: int) -> str:
@@ -113,10 +119,17 @@ SHA256 = re.compile(r"^[0-9a-f]{64}$")
 FILE_FIELDS = tuple(PartFile.model_fields)
 
 
+def read_marker(storage: Storage, shard: int) -> Marker:
+    """The shard's marker, read with a bound (MAX_MARKER_BYTES) and checked (`parse_marker`);
+    ValueError saying what is off, OSError or the store's error when it cannot be read."""
+    return parse_marker(read_small(storage, marker_key(shard), MAX_MARKER_BYTES), shard)
+
+
 def parse_marker(raw: bytes, shard: int) -> Marker:
     """A marker's JSON, checked for the shape `write_shard` gives it: one file per table at its
-    own shard's part key, with rows, bytes and a sha256, and the shard's stats. Raises
-    ValueError saying what is off."""
+    own shard's part key, with rows, bytes and a sha256, and the shard's stats, its numbers
+    finite and not negative (JSON's `Infinity` and `NaN` are refused) and `written_at` no later
+    than now (a clock ahead of this one: now). Raises ValueError saying what is off."""
     try:
         data = json.loads(raw)
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
@@ -134,9 +147,15 @@ def parse_marker(raw: bytes, shard: int) -> Marker:
     if sorted(f["table"] for f in files) != sorted(TABLES):
         raise ValueError(f"files for {sorted(f['table'] for f in files)}, not one per table")
     try:
-        return Marker.model_validate(data)
+        marker = Marker.model_validate(data)
     except ValidationError as exc:
         raise ValueError(f"not a marker's shape: {_first_error(exc)}") from None
+    for name, value in [("written_at", marker.written_at), *marker.stats.model_dump().items()]:
+        if isinstance(value, int | float) and not (0 <= value < math.inf):
+            raise ValueError(f"{'' if name == 'written_at' else 'stats.'}{name} is {value}")
+    if marker.written_at > time.time():
+        return marker.model_copy(update={"written_at": time.time()})
+    return marker
 
 
 def _part_file(entry: object) -> PartFile:
@@ -205,12 +224,19 @@ def read_run(storage: Storage) -> RunInfo | None:
     if not storage.exists(RUN_FILE):
         return None
     try:
-        return RunInfo.model_validate_json(storage.get(RUN_FILE))
-    except ValidationError as exc:
+        info = RunInfo.model_validate_json(read_small(storage, RUN_FILE, MAX_RUN_BYTES))
+    except (ValidationError, ValueError) as exc:
+        why = _first_error(exc) if isinstance(exc, ValidationError) else str(exc)
         raise OutputError(
-            f"{storage.uri}/{RUN_FILE} is not a datagen run's claim ({_first_error(exc)}); "
+            f"{storage.uri}/{RUN_FILE} is not a datagen run's claim ({why}); "
             "fix: choose another output with --output, or delete that folder"
         ) from None
+    if not 0 <= info.started_at < math.inf:
+        raise OutputError(
+            f"{storage.uri}/{RUN_FILE} is not a datagen run's claim (started_at is "
+            f"{info.started_at}); fix: choose another output with --output, or delete that folder"
+        )
+    return info
 
 
 def read_markers(storage: Storage) -> list[Marker]:
@@ -221,7 +247,7 @@ def read_markers(storage: Storage) -> list[Marker]:
     for shard in sorted(completed_shards(storage)):
         key = marker_key(shard)
         try:
-            markers.append(parse_marker(storage.get(key), shard))
+            markers.append(read_marker(storage, shard))
         except ValueError as exc:
             warnings.warn(
                 f"shard {shard} skipped: its marker {key} in {storage.uri} is unreadable "

@@ -59,7 +59,8 @@ def read_mind2web(
                 f"{where}: a Mind2Web record needs annotation_id (or task_id) and "
                 "confirmed_task (or task_description)"
             )
-        website = str(record.get("website", ""))
+        _check_shapes(record, f"{where}: record {str(raw_id)[:80]!r}")
+        website = str(record.get("website") or "")
         start = _start_url(record, website, start_urls)
         if start is None:
             raise SourceError(
@@ -82,6 +83,38 @@ def read_mind2web(
         if limit and len(tasks) >= limit:
             break
     return tasks
+
+
+def _check_shapes(record: dict[str, Any], named: str) -> None:
+    """The fields read below have the types of the format (`"actions": 7` is no list): a
+    SourceError naming the record and the field otherwise, never a traceback later."""
+
+    def refuse(field: str, wanted: str, got: Any) -> SourceError:
+        return SourceError(
+            f"{named}: {field} must be {wanted}, got {type(got).__name__}",
+            fix="correct the record as Mind2Web writes it (actions: a list of objects, each "
+            "with pos_candidates: a list), or remove it",
+        )
+
+    if not isinstance(record.get("annotation_id", record.get("task_id")), str | int):
+        raise refuse("annotation_id", "a string", record.get("annotation_id"))
+    for field in ("website", "start_url", "url"):
+        if record.get(field) is not None and not isinstance(record[field], str):
+            raise refuse(field, "a string", record[field])
+    reprs = record.get("action_reprs")
+    if reprs is not None and not isinstance(reprs, list):
+        raise refuse("action_reprs", "a list of strings", reprs)
+    actions = record.get("actions")
+    if actions is None:
+        return
+    if not isinstance(actions, list):
+        raise refuse("actions", "a list of actions", actions)
+    for index, action in enumerate(actions):
+        if not isinstance(action, dict):
+            raise refuse(f"actions[{index}]", "an object", action)
+        candidates = action.get("pos_candidates")
+        if candidates is not None and not isinstance(candidates, list):
+            raise refuse(f"actions[{index}].pos_candidates", "a list of candidates", candidates)
 
 
 def _start_url(record: dict[str, Any], website: str, start_urls: dict[str, str]) -> str | None:
@@ -157,8 +190,25 @@ def _box(action: Any) -> tuple[float, float, float, float] | None:
     return None
 
 
+class Lines:
+    """Line numbers of positions met in order, each character counted once (a file of 20,000
+    records counted from its start for each took minutes). `scanned`: characters counted."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.pos, self.line, self.scanned = text, 0, 1, 0
+
+    def at(self, pos: int) -> int:
+        """The line of `pos` (≥ every position asked before)."""
+        self.line += self.text.count("\n", self.pos, pos)
+        self.scanned += max(0, pos - self.pos)
+        self.pos = max(self.pos, pos)
+        return self.line
+
+
 def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line, record) of a JSON array or of JSONL."""
+    """(line, record) of a JSON array or of JSONL. The array is read one record at a time; a
+    record that is no object, nests deeper than the JSON reader follows, an array that never
+    closes or text after its closing `]` is a SourceError naming the line."""
     text = _text(path, "Mind2Web task file")
     body = text.lstrip()
     if not body.startswith("["):
@@ -166,18 +216,38 @@ def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         return
     decoder = json.JSONDecoder()
     pos = len(text) - len(body) + 1
+    lines = Lines(text)
     while True:
         while pos < len(text) and text[pos] in " \t\r\n,":
             pos += 1
-        if pos >= len(text) or text[pos] == "]":
+        if pos >= len(text):
+            raise SourceError(
+                f"{path}:{lines.at(pos)}: the JSON array never closes (no `]`)", fix=JSONL_FIX
+            )
+        if text[pos] == "]":
+            rest = text[pos + 1 :].strip()
+            if rest:
+                where = lines.at(pos + 1 + text[pos + 1 :].index(rest[0]))
+                raise SourceError(
+                    f"{path}:{where}: text after the array's closing `]`: {rest[:40]!r}",
+                    fix="remove it (a JSON file holds one array)",
+                )
             return
-        line = text.count("\n", 0, pos) + 1
+        line = lines.at(pos)
         try:
             record, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
             raise SourceError(
                 f"{path}:{exc.lineno}: not valid JSON: {exc.msg} (column {exc.colno})"
             ) from None
+        except RecursionError:
+            raise SourceError(
+                f"{path}:{line}: the record starting here nests deeper than a JSON reader "
+                "follows (brackets inside brackets)",
+                fix="remove the record, or flatten it",
+            ) from None
         if not isinstance(record, dict):
-            raise SourceError(f"{path}:{line}: each record must be a JSON object")
+            raise SourceError(
+                f"{path}:{line}: each record must be a JSON object, got {type(record).__name__}"
+            )
         yield line, record

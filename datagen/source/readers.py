@@ -76,6 +76,10 @@ def json_lines(
             raise SourceError(
                 f"{path}:{number}: not valid JSON: {exc.msg} (column {exc.colno}); fix: {fix}"
             ) from None
+        except RecursionError:  # `[[[[…` deeper than the JSON reader follows
+            raise SourceError(
+                f"{path}:{number}: the line nests deeper than a JSON reader follows; fix: {fix}"
+            ) from None
         if not isinstance(record, dict):
             raise SourceError(
                 f"{path}:{number}: each line must be a JSON object, got {type(record).__name__}"

@@ -178,7 +178,9 @@ def test_a_settle_that_gives_up_is_marked(
     assert early.settle_timed_out and not early.stable
     assert not any(e.role == "button" for e in early.elements)  # the loader only
     rendered, again = browser_plugin.run(first(patient))
+    # the app's buttons come after the loader (the hasty settle gave up before them): the first
+    # settle waited for them, under the longer first limit, and did not give up
     assert not rendered.settle_timed_out and rendered.stable
-    assert rendered.settle_ms > 1500
     assert sum(e.role == "button" for e in rendered.elements) == 4
-    assert not again.settle_timed_out and again.settle_ms < 1500
+    # the next one is under the normal 1.5 s limit (settle_timeout_ms): not given up is within it
+    assert not again.settle_timed_out and again.stable

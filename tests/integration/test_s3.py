@@ -8,7 +8,14 @@ import os
 import pytest
 
 from datagen.sink.s3 import S3Storage, split_uri
-from datagen.sink.writer import completed_shards, write_shard
+from datagen.sink.storage import read_small
+from datagen.sink.writer import (
+    MAX_MARKER_BYTES,
+    completed_shards,
+    marker_key,
+    read_markers,
+    write_shard,
+)
 from tests.helpers import shard_stats
 from tests.s3server import CREDENTIALS, FlakyProxy, moto_s3
 
@@ -48,3 +55,18 @@ def test_keys_markers_and_delete() -> None:
         assert not storage.exists("steps/part-00007.parquet")
         other = S3Storage("s3://datagen-test/runs/r2", endpoint_url=endpoint)
         assert other.list("") == []  # prefixes do not leak into each other
+
+
+def test_control_files_are_read_with_a_bound() -> None:
+    """A marker larger than any the sink writes is refused from the GET's Content-Length, its
+    body not read (issue 36): the shard counts as not committed."""
+    with moto_s3() as endpoint:
+        storage = S3Storage("s3://datagen-test/runs/r3/", endpoint_url=endpoint)
+        write_shard(storage, 1, {}, shard_stats(1))
+        write_shard(storage, 2, {}, shard_stats(2))
+        storage.put(marker_key(2), b" " * (MAX_MARKER_BYTES + 1))
+        assert read_small(storage, marker_key(1), MAX_MARKER_BYTES).startswith(b"{")
+        with pytest.raises(ValueError, match="more than the"):
+            read_small(storage, marker_key(2), MAX_MARKER_BYTES)
+        with pytest.warns(UserWarning, match="shard 2 skipped"):
+            assert [m.shard for m in read_markers(storage)] == [1]

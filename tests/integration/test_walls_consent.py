@@ -84,7 +84,66 @@ HANGS = (
     "addEventListener('load', () => setTimeout(() => { while (true) {} }, 0));</script>"
     "</body></html>"
 )
+# Ordinary pages that hold a wall's id, widget or words among content of their own (issue 36:
+# each was a bot_wall reject): a long article whose search box is a <form id="challenge-form">,
+# a contact form with a visible reCAPTCHA, short pages saying the words in their content.
+NAV = "<nav>" + "".join(f'<a href="#s{i}">Section {i}</a> ' for i in range(20)) + "</nav>"
+STORY = (
+    "<p>The council met on Tuesday to discuss the new cycle lanes on the high street; the "
+    "plan, which has been revised twice since spring, now keeps the market's loading bays.</p>"
+)
+LONG_FORM = (
+    HEAD + "<title>Town news</title></head><body>" + NAV + "<h1>Town news</h1>"
+    '<form id="challenge-form" action="#"><input name="q" placeholder="Search stories">'
+    "<button>Search</button></form>" + STORY * 40 + "</body></html>"
+)
+CONTACT = (
+    HEAD + "<title>Contact us</title></head><body><nav><a href='#a'>Home</a> <a href='#b'>Shop"
+    "</a> <a href='#c'>Help</a></nav><h1>Contact us</h1><form action='#'>"
+    "<label>Name <input name='name'></label><label>Email <input type='email' name='email'>"
+    "</label><label>Message <textarea name='m'></textarea></label>"
+    '<div class="g-recaptcha" style="width:304px;height:78px;border:1px solid #ccc">'
+    "<input type='checkbox'> I'm not a robot</div><button>Send</button></form></body></html>"
+)
+ROBOT = (
+    HEAD + "<title>Robot quiz</title></head><body><nav><a href='#a'>Home</a> <a href='#b'>"
+    "Quizzes</a> <a href='#c'>Films</a> <a href='#d'>Books</a></nav><h1>Are you a robot?</h1>"
+    "<p>A short quiz from our science desk: ten questions about the machines of novels and "
+    "films, from R.U.R. to the androids of the eighties, with the answers explained at the "
+    "end.</p><p>Share your score with friends, and tell us which film we forgot.</p>"
+    "</body></html>"
+)
+CAPTCHA_HELP = (
+    HEAD + "<title>Help: signing up</title></head><body><nav><a href='#a'>Home</a> <a href='#b'>"
+    "Help</a> <a href='#c'>Support</a></nav><h1>Signing up</h1><p>Fill in your name and "
+    "email, choose a password, then complete the captcha before you press Create account.</p>"
+    "<p>If the picture does not load, reload the page or try the audio version. Still stuck? "
+    "Write to our support team.</p></body></html>"
+)
+# A challenge and nothing else, served with 200: still a wall
+THIN_CHALLENGE = (
+    HEAD + "<title>One more step</title></head><body><h1>example.test</h1>"
+    '<form id="challenge-form" action="#"><input type="checkbox"> I am human</form>'
+    "</body></html>"
+)
+# A banner whose "Reject all" is a link to another origin (the same server as `localhost`,
+# which the browser is allowed to open too); its "Accept all" stays on the page.
+LEAVING = (
+    HEAD + "<title>Leaving</title></head><body>" + APP + '<div id="cookie-banner" style="'
+    f'{OVERLAY}"><p>We use cookies.</p><a id="reject" href="/elsewhere">Reject all</a> '
+    "<button onclick=\"document.getElementById('cookie-banner').remove()\">Accept all</button>"
+    "</div><script>document.getElementById('reject').href = location.origin.replace("
+    "'127.0.0.1', 'localhost') + '/elsewhere';</script></body></html>"
+)
+ELSEWHERE = HEAD + "<title>Elsewhere</title></head><body>" + APP + "</body></html>"
 PAGES: dict[str, tuple[int, str]] = {
+    "/leaving": (200, LEAVING),
+    "/elsewhere": (200, ELSEWHERE),
+    "/long-form": (200, LONG_FORM),
+    "/contact": (200, CONTACT),
+    "/robot": (200, ROBOT),
+    "/captcha-help": (200, CAPTCHA_HELP),
+    "/thin-challenge": (200, THIN_CHALLENGE),
     "/challenge": (403, CHALLENGE),
     "/article": (200, ARTICLE),
     "/link-to-wall": (200, LINK_TO_WALL),
@@ -168,6 +227,22 @@ def test_a_bot_wall_is_a_reject_and_never_a_step(
     assert onward[0]["url"].endswith("/link-to-wall") and "bot_wall" in onward[0]["action_error"]
 
 
+def test_a_wall_id_widget_or_word_on_a_page_of_its_own_is_no_wall(
+    browser_plugin: ReadyPlugin, host: BrowserHost, site: str, tmp_path: Path
+) -> None:
+    """The four ordinary pages record their steps; the thin challenge (200) and the 403 one
+    are still walls."""
+    click = (Click(x=600, y=700),)
+    ordinary = ("long-form", "contact", "robot", "captcha-help")
+    names = (*ordinary, "thin-challenge", "challenge")
+    tasks = [TaskSpec(id=n, start_url=f"{site}/{n}", instruction="x", actions=click) for n in names]
+    tables = _run(browser_plugin, host, tmp_path, tasks)
+    walls = {r["task_id"]: r["detail"] for r in tables["rejects"] if r["reason"] == "bot_wall"}
+    assert set(walls) == {"thin-challenge", "challenge"}, walls
+    assert "#challenge-form" in walls["thin-challenge"]
+    assert {s["task_id"] for s in tables["steps"]} == set(ordinary)
+
+
 def test_a_start_page_that_hangs_at_once_ends_as_a_step_timeout(
     browser_plugin: ReadyPlugin, host: BrowserHost, site: str, tmp_path: Path
 ) -> None:
@@ -217,6 +292,36 @@ def test_consent_dialogs_are_answered_before_step_0(
     first = [g for g in tables["grounding"] if g["step_index"] == 0]
     assert {g["task_id"] for g in first if g["selector"] == "#app"} == set(episodes)
     assert not [r for r in tables["rejects"] if r["reason"] == "occluded"]
+
+
+@pytest.fixture(scope="module")
+def two_origins(browser_plugin: ReadyPlugin, site: str) -> Iterator[BrowserHost]:
+    """A browser allowed to open the stand-in site as 127.0.0.1 and as localhost."""
+    port = site.rsplit(":", 1)[1]
+    browser = BrowserHost(BrowserConfig(allow=[f"127.0.0.1:{port}", f"localhost:{port}"]))
+    browser_plugin.run(browser.start(), timeout=120)
+    try:
+        yield browser
+    finally:
+        browser_plugin.run(browser.close(), timeout=60)
+
+
+def test_a_consent_answer_that_leaves_the_origin_is_an_off_scope_reject(
+    browser_plugin: ReadyPlugin, two_origins: BrowserHost, site: str, tmp_path: Path
+) -> None:
+    """The scope is fixed by the start URL's load: "Reject all" leads to another origin (one
+    the browser may open), so the task is one off_scope reject and no step is recorded
+    there; accept, which stays, plays as before."""
+    click = (Click(x=120, y=320),)
+    task = TaskSpec(id="leaving", start_url=site + "/leaving", instruction="x", actions=click)
+    rejected = _run(browser_plugin, two_origins, tmp_path / "r", [task])
+    assert not rejected["steps"] and not rejected["episodes"]
+    [reject] = rejected["rejects"]
+    assert (reject["stage"], reject["reason"]) == ("task", "off_scope"), reject
+    assert "localhost" in reject["detail"] and "cookie-consent answer" in reject["detail"]
+    accepted = _run(browser_plugin, two_origins, tmp_path / "a", [task], consent="accept")
+    assert accepted["episodes"][0]["consent_action"] == "accepted:text"
+    assert {s["url"].split("/")[2] for s in accepted["steps"]} == {site.split("/")[2]}
 
 
 def test_consent_accept_and_leave(

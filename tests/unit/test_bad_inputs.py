@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import threading
 from collections.abc import Callable, Iterator
@@ -240,6 +241,14 @@ PIPELINES = [
         with_key("browser: {viewport: {width: wide}}\n"),
     ),
     Case("bad scope", "run.scope", with_key("run: {scope: 'ftp://x'}\n")),
+    Case(
+        "several type and range errors, each with its fix",
+        "browser.viewport.width",
+        with_key(
+            "browser: {viewport: {width: 10, height: tall}, headless: maybe}\n"
+            "run: {max_steps: -3, scope: 7}\ncluster: {workers: [2]}\n"
+        ),
+    ),
 ]
 
 TASK_LISTS = [
@@ -363,6 +372,9 @@ def check(case: Case, folder: Path) -> None:
     flat = " ".join(output.split())
     assert code == 2, f"exit {code}: {output}"
     assert "error:" in output, output
+    assert "fix:" in flat, f"no fix: line: {output}"  # every bad file says how to put it right
+    for entry in re.split(r"(?:^| )- (?=[\w.\[\]]+: )", flat)[1:]:  # each key's own line too
+        assert "fix:" in entry, f"no fix: for {entry[:120]!r}: {output}"
     assert " ".join(case.expect.split()) in flat, output
     assert "Traceback" not in output, output
     started = [c for c in children if any(name in c.lower() for name in FORBIDDEN_CHILDREN)]

@@ -9,7 +9,6 @@ import hashlib
 import io
 import os
 import resource
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -129,15 +128,14 @@ BAD: dict[str, tuple[Callable[[LocalStorage], None], str]] = {
 }
 
 
+@pytest.mark.timeout(120)  # a watchdog, not a measure: a FIFO read whole would hang forever
 @pytest.mark.parametrize("name", list(BAD))
 def test_read_committed_refuses_a_bad_part_naming_its_shard(tmp_path: Path, name: str) -> None:
     storage = output(tmp_path)
     spoil, _ = BAD[name]
     spoil(storage)
-    started = time.monotonic()
     with pytest.raises(PartError) as caught:
         read_committed(str(storage.root), "rejects")
-    assert time.monotonic() - started < 5
     assert caught.value.shard == 1 and caught.value.key == KEY
     assert "datagen run <pipeline> --verify" in str(caught.value)
 
@@ -160,10 +158,9 @@ def test_the_bomb_is_small_and_refused_without_being_decoded() -> None:
     data = bomb()
     assert len(data) < 100_000
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    started = time.monotonic()
     with pytest.raises(ValueError, match=r"decodes to .* MiB"):
         parse_part(data, "rejects")
-    assert time.monotonic() - started < 2
+    # not decoded: the process's peak memory grew by a fraction of what decoding would take
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert grown_mb < MAX_DECODED_BYTES / 2**20 / 4
 
@@ -193,9 +190,7 @@ def test_export_and_inspect_stop_with_one_line(tmp_path: Path, name: str) -> Non
     storage = output(tmp_path)
     BAD[name][0](storage)
     for args in (["export", str(storage.root), "--format", "sft"], ["inspect", str(storage.root)]):
-        started = time.monotonic()
-        done = datagen(*args, timeout=60)
-        assert time.monotonic() - started < 30
+        done = datagen(*args, timeout=120)  # a watchdog: a FIFO read whole would never return
         assert done.returncode != 0, done.stdout
         assert "Traceback" not in done.stderr + done.stdout
         assert "shard 1" in done.stderr or "missing" in done.stderr + done.stdout

@@ -11,7 +11,7 @@ import pytest
 from datagen.capacity.measure import RunCost, compare, load_last, run_wall_ms, save_last
 from datagen.records import ShardResult
 from datagen.sink.storage import LocalStorage
-from datagen.sink.writer import claim_output, write_shard
+from datagen.sink.writer import claim_output, read_markers, write_shard
 
 
 def cost(cpu_ms: float, wall_ms: float) -> RunCost:
@@ -53,8 +53,11 @@ def test_a_runs_output_gives_its_session_time_per_step(tmp_path: Path) -> None:
     assert seen is not None
     wall, steps, sessions = seen
     assert (steps, sessions) == (60, 6)
-    # both shards took 5 s, written one after the other: the phase is 5 s and a little more
-    assert 500 <= wall < 600
+    # both shards took 5 s, written one after the other: the phase runs from the first one's
+    # start (its marker's time less 5 s) to the last marker, however long the writes took
+    written = [m.written_at for m in read_markers(storage)]
+    phase_s = max(written) - (min(written) - 5.0)
+    assert wall == pytest.approx(phase_s * 1000 * sessions / steps) and wall >= 500
     (line,) = compare(cost(178, 250), None, str(out))
     assert "60 steps, 6 sessions" in line and "not recorded" in line
     assert "no committed shard" in compare(cost(178, 250), None, str(tmp_path / "none"))[0]

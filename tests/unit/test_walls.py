@@ -96,3 +96,75 @@ def test_signals_read_tolerates_anything() -> None:
     assert Signals.read(None, 403) == Signals(status=403)
     read = Signals.read({"title": "t", "markers": ["#px-captcha"], "links": None}, None)
     assert read.markers == ("#px-captcha",) and read.links == 0
+
+
+ROBOT_QUIZ = (
+    "Robots in fiction. Are you a robot? A short quiz from our science desk: ten questions "
+    "about the machines of novels and films, from Čapek's R.U.R. to the androids of the "
+    "eighties, with the answers explained at the end. Share your score with friends. "
+) * 2
+CAPTCHA_HELP = (
+    "Help: signing up. Fill in your name and email, choose a password, then complete the "
+    "captcha before you press Create account. If the picture does not load, reload the page "
+    "or try the audio version. Still stuck? Write to our support team. "
+) * 2
+
+
+@pytest.mark.parametrize(
+    "signals",
+    [
+        # a long article (40 paragraphs, 20 links) holding a <form id="challenge-form">
+        Signals(title="News", text="x" * 9000, markers=("#challenge-form",), links=20, fields=2),
+        Signals(text="x" * 9000, text_length=9000, markers=("#challenge-form",), links=20),
+        # a contact form with a visible reCAPTCHA: short, few links, but fields of its own
+        Signals(
+            title="Contact us",
+            text="Contact us Name Email Message Send",
+            text_length=34,
+            links=4,
+            fields=3,
+            widgets=("g-recaptcha",),
+        ),
+        # short pages that say the words among content of their own
+        Signals(title="Robot quiz", text=ROBOT_QUIZ, text_length=len(ROBOT_QUIZ), links=5),
+        Signals(title="Help", text=CAPTCHA_HELP, text_length=len(CAPTCHA_HELP), links=4),
+    ],
+)
+def test_a_widget_id_or_word_alone_on_a_page_of_its_own_is_no_wall(signals: Signals) -> None:
+    assert classify(signals) is None
+
+
+@pytest.mark.parametrize(
+    ("signals", "provider"),
+    [
+        # the same markers on a page that is the challenge and nothing else
+        (Signals(text="One more step", text_length=13, markers=("#challenge-form",)), "cloudflare"),
+        (Signals(text="One more step", text_length=13, widgets=("g-recaptcha",)), "recaptcha"),
+        # ... or served with a wall status, whatever else is on the page
+        (
+            Signals(
+                text="x" * 9000,
+                text_length=9000,
+                links=20,
+                markers=("#challenge-form",),
+                status=503,
+            ),
+            "cloudflare",
+        ),
+        (
+            Signals(
+                text=ROBOT_QUIZ,
+                text_length=len(ROBOT_QUIZ),
+                links=5,
+                fields=3,
+                widgets=("h-captcha",),
+                status=403,
+            ),
+            "hcaptcha",
+        ),
+        (Signals(text=ROBOT_QUIZ, text_length=len(ROBOT_QUIZ), links=5, status=429), "captcha"),
+    ],
+)
+def test_real_walls_are_still_walls(signals: Signals, provider: str) -> None:
+    wall = classify(signals)
+    assert wall is not None and wall.provider == provider, wall
