@@ -18,14 +18,12 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import time
-from stat import S_ISREG
 from typing import Any
 
 from datagen.config.hosts import CAUSE_MAX
 from datagen.errors import OutputError
-from datagen.sink.storage import READ_FLAGS, LocalStorage, Storage, under_symlink
+from datagen.sink.storage import Storage, read_small
 
 log = logging.getLogger(__name__)
 HOSTS_KEY = "_hosts.json"
@@ -53,7 +51,7 @@ def read_hosts(storage: Storage) -> dict[str, dict[str, Any]]:
         return {}
     where = f"{storage.uri.rstrip('/')}/{HOSTS_KEY}"
     try:
-        doc = json.loads(_bounded_get(storage, HOSTS_KEY, HOSTS_MAX_BYTES))
+        doc = json.loads(read_small(storage, HOSTS_KEY, HOSTS_MAX_BYTES))
     except (ValueError, OSError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise OutputError(f"{where} is unreadable: {str(exc)[:300]}\n  fix: {FIX}") from None
     return _checked(doc, where)
@@ -97,32 +95,6 @@ def _kind(value: Any) -> str:
     return {dict: "object", list: "list", str: "string", type(None): "null"}.get(
         type(value), type(value).__name__
     )
-
-
-def _bounded_get(storage: Storage, key: str, limit: int) -> bytes:
-    """The object's bytes, refused (ValueError) over `limit` bytes without reading it whole:
-    a local file's size is read from the open descriptor, then at most `limit` + 1 bytes;
-    an object store's from its listing, before the download."""
-    if isinstance(storage, LocalStorage):
-        path = storage.root / key
-        if under_symlink(storage.root, path):
-            raise ValueError(f"{path} is or lies under a symlink: not a file of the output")
-        fd = os.open(path, READ_FLAGS)
-        with os.fdopen(fd, "rb") as fh:
-            info = os.fstat(fd)
-            if not S_ISREG(info.st_mode):
-                raise ValueError(f"{path} is not a regular file")
-            if info.st_size > limit:
-                raise ValueError(f"{info.st_size:,} bytes, over the {limit:,} this file may hold")
-            data = fh.read(limit + 1)
-    else:
-        size = storage.stat(key).get(key)
-        if size is not None and size.size > limit:
-            raise ValueError(f"{size.size:,} bytes, over the {limit:,} this file may hold")
-        data = storage.get(key)
-    if len(data) > limit:  # grew between the size and the read
-        raise ValueError(f"over the {limit:,} bytes this file may hold")
-    return data
 
 
 def blocks_in_force(storage: Storage) -> dict[str, dict[str, Any]]:

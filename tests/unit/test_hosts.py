@@ -214,7 +214,7 @@ def test_a_huge_hosts_json_is_refused_without_being_read(tmp_path: Path) -> None
 
     with (tmp_path / "_hosts.json").open("wb") as fh:
         fh.truncate(3 * 1024**3)
-    with pytest.raises(OutputError, match=f"over the {HOSTS_MAX_BYTES:,} this file may hold"):
+    with pytest.raises(OutputError, match=f"more than the {HOSTS_MAX_BYTES:,} such a file holds"):
         read_hosts(LocalStorage(tmp_path))
 
 
