@@ -39,6 +39,7 @@ from datagen.engine.control import EngineLoad, InFlightController, PriorityGate
 log = logging.getLogger(__name__)
 KEEPALIVE_EXPIRY_S = 4.0  # below vLLM's VLLM_HTTP_TIMEOUT_KEEP_ALIVE (5 s)
 STANDIN_OWNER = "datagen-sim"
+STANDIN_KEY = "datagen_standin"  # the one key of the stand-in's model card that vLLM's lacks
 WATCHED_METRICS = (
     "vllm:num_requests_running",
     "vllm:num_requests_waiting",
@@ -56,13 +57,18 @@ class EngineError(Exception):
 
 
 class EngineRejected(EngineError):
-    """The server refused the request (HTTP 4xx); resending it would not help."""
+    """The server refused the request (HTTP 4xx); resending it would not help.
+
+    `status`, `kind` (the envelope's `type`) and `param` (the field at fault, or None) say what
+    was wrong; code must branch on those, never on `message`, whose words change between vLLM
+    versions."""
 
     reason = "engine_rejected"
 
-    def __init__(self, status: int, kind: str, message: str) -> None:
-        super().__init__(f"HTTP {status} {kind}: {message}")
-        self.status, self.kind, self.message = status, kind, message
+    def __init__(self, status: int, kind: str, message: str, param: str | None = None) -> None:
+        where = f" [{param}]" if param else ""
+        super().__init__(f"HTTP {status} {kind}{where}: {message}")
+        self.status, self.kind, self.message, self.param = status, kind, message, param
 
 
 class EngineUnavailable(EngineError):
@@ -76,11 +82,15 @@ class ModelInfo:
     id: str
     max_model_len: int | None
     owned_by: str
+    root: str = ""
+    standin_flag: bool = False  # the card's `datagen_standin` key
 
     @property
     def is_standin(self) -> bool:
-        """True for datagen's stand-in: its answers are not a model's."""
-        return self.owned_by == STANDIN_OWNER
+        """True for datagen's stand-in: its answers are not a model's. The stand-in's card is
+        vLLM's (`owned_by: vllm`) plus a `datagen_standin` key no vLLM sends; older stand-ins
+        said `owned_by: datagen-sim`."""
+        return self.standin_flag or self.owned_by == STANDIN_OWNER
 
 
 @dataclass(frozen=True)
@@ -216,7 +226,14 @@ class EngineClient:
         status, body = await self._get("/v1/models")
         data = _json_or_raise(status, body)
         return [
-            ModelInfo(m["id"], m.get("max_model_len"), m.get("owned_by", "")) for m in data["data"]
+            ModelInfo(
+                m["id"],
+                m.get("max_model_len"),
+                m.get("owned_by", ""),
+                m.get("root") or "",
+                m.get(STANDIN_KEY) is True,
+            )
+            for m in data["data"]
         ]
 
     async def metrics(self) -> dict[str, float]:
@@ -378,5 +395,11 @@ def _json_or_raise(status: int, raw: bytes) -> Any:
     except (ValueError, AttributeError):
         error = raw.decode(errors="replace")
     if isinstance(error, dict):
-        raise EngineRejected(status, str(error.get("type")), str(error.get("message")))
+        param = error.get("param")
+        raise EngineRejected(
+            status,
+            str(error.get("type")),
+            str(error.get("message")),
+            str(param) if param is not None else None,
+        )
     raise EngineRejected(status, "", str(error))

@@ -19,11 +19,12 @@ from aiohttp import web
 from prometheus_client import generate_latest
 
 from datagen.config import STANDIN_OWNER, SimConfig
+from datagen.engine.client import STANDIN_KEY
 from datagen.engine.sim.answers import answer_text
 from datagen.engine.sim.engine import SimEngine, SimRequest
 from datagen.engine.sim.hindsight import hindsight_answer
 from datagen.engine.sim.metrics import SimMetrics
-from datagen.engine.sim.protocol import ApiError, measure, parse_body
+from datagen.engine.sim.protocol import ApiError, check_sampling, measure, parse_body
 from datagen.engine.sim.replies import completion, stream_completion
 
 log = logging.getLogger(__name__)
@@ -88,7 +89,10 @@ async def _chat(request: web.Request) -> web.StreamResponse:
     try:
         body = parse_body(await request.read())
         if body.model is not None and body.model != config.served_model_name:
-            raise ApiError(404, "NotFoundError", f"The model `{body.model}` does not exist.")
+            raise ApiError(
+                404, "NotFoundError", f"The model `{body.model}` does not exist.", "model"
+            )
+        check_sampling(body)
         prompt = measure(body, config)
         if config.dead:
             raise ApiError(500, "InternalServerError", "Internal server error")
@@ -171,10 +175,11 @@ async def _models(request: web.Request) -> web.Response:
         "id": config.served_model_name,
         "object": "model",
         "created": created,
-        "owned_by": STANDIN_OWNER,  # vLLM says "vllm": this is how a client tells the stand-in apart
-        "root": config.served_model_name,
+        "owned_by": "vllm",  # as vLLM's card; the extra key below tells the stand-in apart
+        "root": config.served_model_name,  # vLLM: the --model path (= the id without an alias)
         "parent": None,
         "max_model_len": config.max_model_len,
+        STANDIN_KEY: True,
         "permission": [
             {
                 "id": f"modelperm-{created}",
