@@ -13,7 +13,8 @@ What it writes, in seconds and without any model hub:
 - "steered" weights (model.safetensors, ~1.6 MB): each layer's output projections zero and every
   embedding the same, so the last position's hidden state is a constant whatever the prompt,
   and `lm_head` one fixed score per token: end-of-turn > `"` > `}`/`]` > digits > punctuation
-  > other > whitespace. Random weights never close a JSON string (every answer runs to
+  > other > whitespace (letters of "click" a little above other letters, so an action union
+  picks a click and the localizer role is asked). Random weights never close a JSON string (every answer runs to
   max_tokens); under a request's JSON Schema grammar these give the shortest valid JSON, which
   ends with `finish_reason: stop`.
 
@@ -27,7 +28,7 @@ import random
 import sys
 from pathlib import Path
 
-VERSION = "2"
+VERSION = "3"
 SPECIAL = [
     "<|endoftext|>",
     "<|im_start|>",
@@ -210,6 +211,8 @@ def token_score(text: str) -> float:
         return 0.0
     if not first.isalnum():
         return 15.0
+    if "click".startswith(text):
+        return 12.0  # where an action union lets it choose, a click (the localizer is then asked)
     return 10.0
 
 
