@@ -35,6 +35,7 @@ import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 from datagen.engine.control import EngineLoad, InFlightController, PriorityGate
+from datagen.engine.health import EngineWatchdog
 
 log = logging.getLogger(__name__)
 KEEPALIVE_EXPIRY_S = 4.0  # below vLLM's VLLM_HTTP_TIMEOUT_KEEP_ALIVE (5 s)
@@ -45,6 +46,8 @@ WATCHED_METRICS = (
     "vllm:num_requests_waiting",
     "vllm:kv_cache_usage_perc",
     "vllm:num_preemptions_total",
+    "vllm:prompt_tokens_total",  # the watchdog's: prompts processed…
+    "vllm:prefix_cache_hits_total",  # …and how many of their tokens came from the cache
 )
 KV_USAGE = "vllm:kv_cache_usage_perc"
 TRANSIENT = (aiohttp.ClientError, asyncio.TimeoutError)
@@ -163,6 +166,7 @@ class EngineClient:
         self.gate = PriorityGate(self.max_in_flight)
         self.retries, self.backoff_s, self.max_backoff_s = retries, backoff_s, max_backoff_s
         self.stats = ClientStats()
+        self.health = EngineWatchdog(self.url)
 
     async def __aenter__(self) -> EngineClient:
         return self
@@ -274,13 +278,15 @@ class EngineClient:
         while True:
             await asyncio.sleep(interval_s * random.uniform(0.8, 1.2))
             try:
-                load = EngineLoad.from_metrics(await self.metrics())
+                values = await self.metrics()
+                load = EngineLoad.from_metrics(values)
             except Exception as exc:  # unreachable, odd text, a gateway's page: keep the limit
                 level = logging.DEBUG if warned else logging.WARNING
                 log.log(level, "%s/metrics unreadable (%s); in-flight limit stays %d",
                         self.url, exc, self.gate.limit)  # fmt: skip
                 warned = True
                 continue
+            self.health.read(values)
             total = controller.update(load)
             self.gate.limit = min(self.max_in_flight, math.ceil(total * fraction))
             if controller.last_reason == "memory" and self.gate.active > self.gate.limit:
@@ -294,6 +300,7 @@ class EngineClient:
         """One chat completion, retried on transient failures, through `role`'s gate share."""
         base_id = uuid.uuid4().hex
         body = json.dumps(payload, separators=(",", ":")).encode()
+        self.health.sent(payload)
         timeout = _timeout(timeout_s) if timeout_s is not None else self._timeout
         started = time.perf_counter()
         queued = 0.0
@@ -328,6 +335,7 @@ class EngineClient:
                 if status < 500:
                     self._count_failure("rejected")
                     _json_or_raise(status, raw)
+                self.health.answered(status)
                 problem = f"HTTP {status}"
             if attempt > self.retries:
                 break

@@ -153,3 +153,22 @@ def test_standin_keeps_the_contract() -> None:
 @pytest.mark.timeout(1500)
 def test_real_vllm_keeps_the_contract(real_vllm: RealVllm) -> None:
     assert probe(real_vllm.url, "tiny-qwen2-vl") == CONTRACT
+
+
+def test_standin_accepts_every_schema_datagen_sends() -> None:
+    """The schema check refuses only bad `type`s: the roles' own schemas ($defs, $ref, a
+    property named "type") pass, and a bad type deep inside is found."""
+    from datagen.engine.profiles import PROFILES, SentImage
+    from datagen.engine.sim.protocol import ApiError, check_schema
+
+    image = SentImage("data:,", 1280, 800)
+    schemas = [
+        s for p in PROFILES.values() for s in (p.navigation_schema(image), p.point_schema(image))
+    ]
+    for schema in schemas:
+        assert check_schema(schema) is schema
+    deep = {"type": "object", "properties": {"type": {"$ref": "#/$defs/T"}},
+            "$defs": {"T": {"type": "array", "items": {"type": "strng"}}}}  # fmt: skip
+    with pytest.raises(ApiError) as caught:
+        check_schema(deep)
+    assert (caught.value.status, caught.value.param) == (400, None)

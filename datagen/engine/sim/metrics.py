@@ -139,6 +139,8 @@ class SimMetrics:
                        self.queue, self.req_prompt, self.req_generation, self.iteration,
                        self.prefix_queries, self.prefix_hits):  # fmt: skip
             self.labelled(metric)
+        for reason in ("stop", "length", "abort", "error"):
+            self.success.labels(finished_reason=reason, **self.values)
 
     def labelled(self, metric: Any) -> Any:
         """The child of a metric for this engine's labels."""

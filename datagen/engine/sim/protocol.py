@@ -115,7 +115,13 @@ def check_schema(schema: Any) -> dict[str, Any]:
     return schema
 
 
+SCHEMA_MAPS = {"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"}
+SUBSCHEMAS = {"items", "additionalProperties", "not", "if", "then", "else", "contains",
+              "propertyNames", "anyOf", "oneOf", "allOf", "prefixItems"}  # fmt: skip
+
+
 def _bad_type(node: Any) -> str | None:
+    """The first `type` in a schema (and its subschemas) that JSON Schema does not have."""
     if isinstance(node, list):
         return next((b for b in map(_bad_type, node) if b is not None), None)
     if not isinstance(node, dict):
@@ -124,12 +130,13 @@ def _bad_type(node: Any) -> str | None:
     for name in [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else []:
         if name not in JSON_TYPES:
             return str(name)
+    found: list[str | None] = []
     for key, value in node.items():
-        if key not in {"const", "enum", "default", "examples", "type"}:
-            bad = _bad_type(value)
-            if bad is not None:
-                return bad
-    return None
+        if key in SCHEMA_MAPS and isinstance(value, dict):
+            found += map(_bad_type, value.values())
+        elif key in SUBSCHEMAS:
+            found.append(_bad_type(value))
+    return next((b for b in found if b is not None), None)
 
 
 def _image_size(url: str) -> tuple[int, int]:

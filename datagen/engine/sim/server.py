@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
 import random
 import threading
@@ -41,6 +42,7 @@ def make_app(config: SimConfig) -> web.Application:
         "fault_rng": random.Random(config.seed),
         "started": time.time(),
         "replied": 0,  # scripted replies given
+        "prefixes": set(),  # first messages seen (prefix-cache hits)
     }
     app.router.add_post("/v1/chat/completions", _chat)
     app.router.add_get("/v1/models", _models)
@@ -98,6 +100,7 @@ async def _chat(request: web.Request) -> web.StreamResponse:
             raise ApiError(500, "InternalServerError", "Internal server error")
     except ApiError as exc:
         return _error(exc)
+    _count_prefix(request.app, body.messages, prompt.tokens)
     if prompt.ignored:
         log.warning(
             "The following fields were present in the request but ignored: %s", set(prompt.ignored)
@@ -153,6 +156,22 @@ async def _chat(request: web.Request) -> web.StreamResponse:
     if sim.finish_reason == "error":
         return _error(ApiError(500, "InternalServerError", "Internal server error"))
     return web.json_response(completion(sim, config))
+
+
+def _count_prefix(app: web.Application, messages: list[dict[str, Any]], tokens: int) -> None:
+    """vLLM's prefix-cache counters, roughly: every prompt token is a query; a prompt whose
+    first message was seen before hits that message's share (text only, ~4 bytes a token)."""
+    metrics = app[ENGINE_KEY].metrics
+    metrics.labelled(metrics.prefix_queries).inc(tokens)
+    if not messages or not app[STATE_KEY]["config"].prefix_caching:
+        return
+    head = json.dumps(messages[0], sort_keys=True)
+    seen: set[str] = app[STATE_KEY]["prefixes"]
+    key = hashlib.sha256(head.encode()).hexdigest()
+    if key in seen:
+        metrics.labelled(metrics.prefix_hits).inc(min(tokens, max(1, len(head) // 4)))
+    elif len(seen) < 4096:
+        seen.add(key)
 
 
 def _fault(rng: random.Random, config: SimConfig) -> str | None:
