@@ -111,6 +111,8 @@ def show_summary(console: Console, err_console: Console, summary: RunSummary, ta
             f"dropped {dropped.total} observations ({dropped.share:.1%} of all) on pages "
             f"out of scope, error or blank pages, never data: {reasons} (see run.scope)"
         )
+    for line in summary.roles:  # the model's roles measured (observe.roles)
+        console.print(line, highlight=False, markup=False)
     show_shards(console, summary)
     show_limits(console, summary)
     show_workers(console, err_console, summary)

@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
+from html import escape  # write_report's own `html` is the page
 from typing import Any
 
 import numpy as np
@@ -149,8 +150,10 @@ def write_report(
     manifest: Manifest,
     steps: dict[str, np.ndarray],
     seconds: float,
+    roles: list[str] | None = None,
 ) -> str:
-    """Render the report into the output; returns its key."""
+    """Render the report into the output; returns its key. `roles`: the model's roles measured
+    (observe.roles.RoleMeasures.lines), each a line of the report."""
     rows = {name: info.rows for name, info in manifest.tables.items()}
     tasks, dropped = manifest.tasks, manifest.steps_dropped
     head = Div(
@@ -176,6 +179,7 @@ def write_report(
     parts: list[Any] = [
         head,
         *health_divs(timeline),
+        *[Div(text=f"<p>{escape(line)}</p>", sizing_mode="stretch_width") for line in roles or []],
         *hosts_table(read_hosts(storage)),
         _curves(timeline, "steps_per_s", "browser steps per second", "steps/s"),
         _curves(timeline, "screenshots_per_s", "screenshots per second", "screenshots/s"),

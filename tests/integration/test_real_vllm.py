@@ -96,6 +96,7 @@ def test_vlm_run_against_the_real_server(real_vllm: RealVllm, tmp_path: Path) ->
     localized = [s for s in asked if s["localizer_output"]]
     assert localized and all(json.loads(s["localizer_output"]) for s in localized)
     episodes = rows(out, "episodes")
+    assert "stand-in output" not in result.stdout  # no measure is called the stand-in's
     relabeled = [e for e in episodes if e["relabel_model"]]
     assert relabeled and all(
         e["relabel_model"] == SERVED and e["relabel_standin"] is False for e in relabeled
@@ -150,3 +151,29 @@ def test_serve_flags_are_accepted_by_the_installed_vllm() -> None:
     assert "accepts every flag" in result.stdout and "--no-enable-prefix-caching" in result.stdout
     _, refused = check_flags(["vllm", "serve", "m", "--no-such-flag", "1"], python)
     assert refused and "--no-such-flag" in refused[0]  # the check does refuse
+
+
+def test_the_judge_role_answers_for_real(real_vllm: RealVllm) -> None:
+    """The steered model clicks whenever it may, so a run's policy never answers and the judge
+    (asked on answers) is called here directly, through the roles' own call."""
+    from datagen.config import EngineConfig, RoleConfig
+    from datagen.engine.profiles import PROFILES, SentImage, Verdict
+    from datagen.engine.roles import Engines
+
+    async def judge() -> tuple[Verdict, str]:
+        engines = Engines(
+            EngineConfig(url=real_vllm.url), {"judge": RoleConfig(max_tokens=48)}, workers=1
+        )
+        await engines.start()
+        try:
+            image = SentImage(jpeg(), 224, 140)
+            messages = PROFILES["holo2_norm1000"].judge_messages("Save the form", "saved", image)
+            verdict, result = await engines.ask(
+                "judge", messages, Verdict.model_json_schema(), Verdict
+            )
+            return verdict, result.model
+        finally:
+            await engines.close()
+
+    verdict, model = asyncio.run(judge())
+    assert verdict.verdict in ("SUCCESS", "NOT SUCCESS") and model == SERVED
