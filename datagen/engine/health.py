@@ -94,9 +94,13 @@ class EngineWatchdog:
     def sent(self, payload: dict[str, Any]) -> None:
         """A request goes out: remember whether its prompt starts like an earlier one."""
         messages = payload.get("messages") or []
-        if not messages:
+        if not messages or not isinstance(messages[0], dict):
             return
-        head = json.dumps(messages[0], sort_keys=True, separators=(",", ":")).encode()
+        first = messages[0]
+        content = first.get("content")
+        if isinstance(content, list):  # text parts only: hashing a screenshot costs CPU a step
+            content = [p.get("text") if isinstance(p, dict) else None for p in content]
+        head = json.dumps([first.get("role"), content], separators=(",", ":")).encode()
         key = hashlib.blake2b(head, digest_size=8).hexdigest()
         if key in self._prefixes:
             self._shared_sent += 1

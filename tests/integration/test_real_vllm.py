@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -145,7 +146,7 @@ def test_serve_flags_are_accepted_by_the_installed_vllm() -> None:
     reason = installed()
     if reason:
         pytest.skip(reason)
-    python = str(ROOT / ".venv-vllm" / "bin" / "python")
+    python = str(ROOT / os.environ.get("VLLM_VENV", ".venv-vllm") / "bin" / "python")
     result = datagen("engine", "serve", "--check-with", python, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "accepts every flag" in result.stdout and "--no-enable-prefix-caching" in result.stdout
