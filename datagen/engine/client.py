@@ -60,11 +60,9 @@ class EngineError(Exception):
 
 
 class EngineRejected(EngineError):
-    """The server refused the request (HTTP 4xx); resending it would not help.
-
-    `status`, `kind` (the envelope's `type`) and `param` (the field at fault, or None) say what
-    was wrong; code must branch on those, never on `message`, whose words change between vLLM
-    versions."""
+    """The server refused the request (HTTP 4xx); resending it would not help. Branch on
+    `status`, `kind` (the envelope's `type`) and `param`, never on `message` (its words change
+    between vLLM versions)."""
 
     reason = "engine_rejected"
 
@@ -90,9 +88,7 @@ class ModelInfo:
 
     @property
     def is_standin(self) -> bool:
-        """True for datagen's stand-in: its answers are not a model's. The stand-in's card is
-        vLLM's (`owned_by: vllm`) plus a `datagen_standin` key no vLLM sends; older stand-ins
-        said `owned_by: datagen-sim`."""
+        """datagen's stand-in (its card's `datagen_standin`; older ones: `owned_by`)."""
         return self.standin_flag or self.owned_by == STANDIN_OWNER
 
 
@@ -230,15 +226,10 @@ class EngineClient:
         status, body = await self._get("/v1/models")
         data = _json_or_raise(status, body)
         return [
-            ModelInfo(
-                m["id"],
-                m.get("max_model_len"),
-                m.get("owned_by", ""),
-                m.get("root") or "",
-                m.get(STANDIN_KEY) is True,
-            )
+            ModelInfo(m["id"], m.get("max_model_len"), m.get("owned_by", ""),
+                      m.get("root") or "", m.get(STANDIN_KEY) is True)
             for m in data["data"]
-        ]
+        ]  # fmt: skip
 
     async def metrics(self) -> dict[str, float]:
         """The engine's queue, cache and preemption figures. Counts are summed over label sets
@@ -403,11 +394,6 @@ def _json_or_raise(status: int, raw: bytes) -> Any:
     except (ValueError, AttributeError):
         error = raw.decode(errors="replace")
     if isinstance(error, dict):
-        param = error.get("param")
-        raise EngineRejected(
-            status,
-            str(error.get("type")),
-            str(error.get("message")),
-            str(param) if param is not None else None,
-        )
+        param = None if error.get("param") is None else str(error["param"])
+        raise EngineRejected(status, str(error.get("type")), str(error.get("message")), param)
     raise EngineRejected(status, "", str(error))

@@ -13,10 +13,13 @@ same, and the result says "stand-in output": a number about datagen's stand-in, 
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -117,3 +120,16 @@ def read_measures(uri: str, endpoint_url: str | None, standin: bool) -> RoleMeas
     steps = rows("steps", ["episode_id", "judge_output", "model_standin"])
     episodes = rows("episodes", ["episode_id", "success"])
     return measure(grounding, steps, episodes, standin_grounding=standin)
+
+
+def run_measures(manifest: Any) -> list[str]:
+    """The lines of a finished run's measures, read from its committed output (the manifest
+    says where; `manifest.engine.standin` marks grounding rows). A failure is logged, never
+    fatal: the run's data is committed already."""
+    try:
+        uri, endpoint_url = manifest.output
+        standin = manifest.engine is not None and manifest.engine.standin
+        return read_measures(uri, endpoint_url, standin).lines()
+    except Exception:
+        log.warning("roles not measured", exc_info=True)
+        return []

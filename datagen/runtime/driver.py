@@ -32,7 +32,6 @@ from distributed.utils import format_dashboard_link
 from datagen import __version__
 from datagen.config import ClusterConfig, PipelineConfig
 from datagen.errors import WorkersUnavailable
-from datagen.observe.roles import RoleMeasures, read_measures
 from datagen.records import Resumed, ShardResult
 from datagen.runplan import Plan
 from datagen.runtime.dashboard import add_page
@@ -83,7 +82,6 @@ class RunSummary:
     # worker-seconds each limit held sessions in flight (engine, cpu, memory, sessions, tasks)
     bound_s: dict[str, float] = field(default_factory=dict)
     workers: WorkerReport = field(default_factory=WorkerReport)  # failed, lost; shards rerun
-    roles: list[str] = field(default_factory=list)  # the model's roles measured (observe.roles)
 
 
 @contextlib.contextmanager
@@ -212,10 +210,7 @@ def _execute(
     summary.seconds = time.perf_counter() - started
     if timeline is not None:
         summary.bound_s = timeline.bound_seconds()
-        summary.roles = _roles(manifest, config.output).lines()
-        summary.report = _report(
-            storage, timeline, manifest, summary.seconds, config.output, summary.roles
-        )
+        summary.report = _report(storage, timeline, manifest, summary.seconds, config.output)
     return summary
 
 
@@ -392,30 +387,13 @@ def _resumed(storage: Storage, plan: Plan, skipped: list[int]) -> Resumed:
     return Resumed(shards=len(skipped), ended=ended, episodes=episodes)
 
 
-def _roles(manifest: Manifest, output: Any) -> RoleMeasures:
-    """The model's roles measured from the committed tables; a failure is logged, never fatal."""
-    try:
-        standin = manifest.engine is not None and manifest.engine.standin
-        return read_measures(output.uri, output.endpoint_url, standin)
-    except Exception:
-        log.warning("roles not measured", exc_info=True)
-        return RoleMeasures()
-
-
 def _report(
-    storage: Storage,
-    timeline: Timeline,
-    manifest: Manifest,
-    seconds: float,
-    output: Any,
-    roles: list[str] | None = None,
+    storage: Storage, timeline: Timeline, manifest: Manifest, seconds: float, output: Any
 ) -> str:
     """The HTML run report in the output; a failure to write it is logged, never fatal."""
     try:
         dataset = read_committed(output.uri, "steps", output.endpoint_url, list(LATENCIES))
-        key = write_report(
-            storage, timeline, manifest, step_latencies(dataset), seconds, roles or []
-        )
+        key = write_report(storage, timeline, manifest, step_latencies(dataset), seconds)
     except Exception:
         log.warning("run report not written", exc_info=True)
         return ""

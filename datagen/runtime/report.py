@@ -29,6 +29,7 @@ from bokeh.resources import INLINE
 
 from datagen.browser.admission import BINDINGS
 from datagen.engine.health import FIGURE, health_html, raised_anywhere
+from datagen.observe.roles import run_measures
 from datagen.runtime.hosts import HOST_COLUMNS
 from datagen.runtime.metrics import METRIC
 from datagen.sink.hosts import read_hosts
@@ -150,10 +151,8 @@ def write_report(
     manifest: Manifest,
     steps: dict[str, np.ndarray],
     seconds: float,
-    roles: list[str] | None = None,
 ) -> str:
-    """Render the report into the output; returns its key. `roles`: the model's roles measured
-    (observe.roles.RoleMeasures.lines), each a line of the report."""
+    """Render the report into the output; returns its key."""
     rows = {name: info.rows for name, info in manifest.tables.items()}
     tasks, dropped = manifest.tasks, manifest.steps_dropped
     head = Div(
@@ -179,7 +178,10 @@ def write_report(
     parts: list[Any] = [
         head,
         *health_divs(timeline),
-        *[Div(text=f"<p>{escape(line)}</p>", sizing_mode="stretch_width") for line in roles or []],
+        *[
+            Div(text=f"<p>{escape(line)}</p>", sizing_mode="stretch_width")
+            for line in run_measures(manifest)
+        ],
         *hosts_table(read_hosts(storage)),
         _curves(timeline, "steps_per_s", "browser steps per second", "steps/s"),
         _curves(timeline, "screenshots_per_s", "screenshots per second", "screenshots/s"),
