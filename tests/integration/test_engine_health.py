@@ -41,7 +41,7 @@ async def shared_prompts(url: str, model: str) -> dict[str, str]:
                 await client.chat(ask(model, i))
                 i += 1
                 if i >= 24:  # enough requests; now only wait for readings
-                    await asyncio.sleep(1.0)
+                    await asyncio.sleep(0.5)  # a few more readings (every 0.2 s)
                     if i >= 30:
                         break
         finally:
