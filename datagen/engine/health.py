@@ -17,6 +17,7 @@ import hashlib
 import html
 import json
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,7 +67,8 @@ CONDITIONS = {
 }
 FIGURE = "engine_health_"  # worker figure per condition: 1 once raised, else 0
 SHARED_AFTER = 4  # requests sent after a repeated prefix before cold hits count
-STALLED_READINGS = 3  # consecutive readings with waiting > 0 and running == 0
+STALLED_READINGS = 3  # consecutive readings with waiting > 0 and running == 0…
+STALLED_S = 10.0  # …spanning this long: a starved engine loop delays admission for moments
 KV_FULL = 0.97
 
 
@@ -79,6 +81,7 @@ class EngineWatchdog:
     _prefixes: set[str] = field(default_factory=set)
     _shared_sent: int = 0
     _stalled: int = 0
+    _stalled_since: float = 0.0
     _last: dict[str, float] | None = None
     _first_hits: float | None = None
 
@@ -113,15 +116,20 @@ class EngineWatchdog:
         if status >= 500:
             self.raise_("server_errors", f"HTTP {status}")
 
-    def read(self, values: dict[str, float]) -> None:
-        """One reading of /metrics (summed over the engine's label sets)."""
+    def read(self, values: dict[str, float], now: float | None = None) -> None:
+        """One reading of /metrics (summed over the engine's label sets), taken at `now`
+        (monotonic seconds; default: the clock)."""
+        now = time.monotonic() if now is None else now
         running = values.get("vllm:num_requests_running", 0.0)
         waiting = values.get("vllm:num_requests_waiting", 0.0)
-        self._stalled = self._stalled + 1 if waiting > 0 and running == 0 else 0
-        if self._stalled >= STALLED_READINGS:
-            self.raise_(
-                "queue_stalled", f"{waiting:g} waiting, 0 running in {self._stalled} readings"
-            )
+        if waiting > 0 and running == 0:
+            self._stalled_since = self._stalled_since if self._stalled else now
+            self._stalled += 1
+        else:
+            self._stalled = 0
+        stalled_s = now - self._stalled_since
+        if self._stalled >= STALLED_READINGS and stalled_s >= STALLED_S:
+            self.raise_("queue_stalled", f"{waiting:g} waiting, 0 running for {stalled_s:.0f} s")
         last = self._last or {}
         preempted = values.get("vllm:num_preemptions_total", 0.0) - last.get(
             "vllm:num_preemptions_total", values.get("vllm:num_preemptions_total", 0.0)

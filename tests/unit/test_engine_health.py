@@ -55,15 +55,21 @@ def test_a_warm_cache_or_unshared_prompts_raise_nothing() -> None:
 
 def test_requests_waiting_while_none_run() -> None:
     dog = EngineWatchdog()
-    for _ in range(2):
-        dog.read(reading(running=0, waiting=5))
+    for t in (0.0, 5.0):
+        dog.read(reading(running=0, waiting=5), now=t)
     assert not dog.raised  # two readings could be requests between arrival and admission
-    dog.read(reading(running=0, waiting=5))
+    dog.read(reading(running=0, waiting=5), now=6.0)
+    assert not dog.raised  # three, but within moments: a starved engine loop, not a stall
+    dog.read(reading(running=0, waiting=5), now=10.0)
     assert list(dog.raised) == ["queue_stalled"]
     busy = EngineWatchdog()
-    for _ in range(5):
-        busy.read(reading(running=8, waiting=5))  # a queue behind running requests: full
+    for t in range(20):
+        busy.read(reading(running=8, waiting=5), now=float(t))  # a queue behind running: full
     assert not busy.raised
+    blip = EngineWatchdog()
+    for t in range(20):  # stalls that clear before they last
+        blip.read(reading(running=0 if t % 3 else 1, waiting=5), now=float(t))
+    assert not blip.raised
 
 
 def test_server_errors_after_preprocessing() -> None:
@@ -90,9 +96,9 @@ def test_kv_cache_full_with_preemptions() -> None:
 def test_each_condition_is_named_once_in_the_log(caplog: pytest.LogCaptureFixture) -> None:
     dog = EngineWatchdog("http://e")
     with caplog.at_level(logging.WARNING, logger="datagen.engine.health"):
-        for _ in range(3):
+        for t in range(5):
             dog.answered(503)
-            dog.read(reading(running=0, waiting=2))
+            dog.read(reading(running=0, waiting=2), now=t * 5.0)
     lines = [r.getMessage() for r in caplog.records]
     for name in ("server_errors", "queue_stalled"):
         assert sum(name in line for line in lines) == 1
