@@ -14,6 +14,7 @@ from tests.helpers import PAGES, ReadyPlugin, make_config, set_up
 if TYPE_CHECKING:
     from datagen.browser.host import BrowserHost
     from datagen.source.serve import SiteServer
+    from tests.vllmserver import RealVllm
 
 
 @pytest.fixture(scope="session")
@@ -72,3 +73,11 @@ def patient_host(browser_plugin: ReadyPlugin, pages: SiteServer) -> Iterator[Bro
 def fake_engine() -> FakeEngine:
     """A scripted engine for the roles' chat calls, no server (tests/fakes.py)."""
     return FakeEngine()
+
+
+@pytest.fixture(scope="session")
+def real_vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealVllm]:
+    """A real vLLM on the CPU (tests/vllmserver.py), shared by the session's `vllm` tests."""
+    from tests.vllmserver import start
+
+    yield from start(tmp_path_factory.mktemp("vllm"))

@@ -182,6 +182,13 @@ class SimConfig(BaseModel):
     )
     kv_bytes_per_token: int = Field(24 * 1024, ge=0, json_schema_extra=NEUTRAL)
     state_bytes_per_seq: int = Field(142 * 1024 * 1024, ge=0, json_schema_extra=NEUTRAL)
+    prefix_caching: bool = Field(
+        True,
+        description="count a prompt whose first message repeats an earlier one's as prefix-cache "
+        "hits (vllm:prefix_cache_hits_total); false: hits stay 0, as vLLM with "
+        "--no-enable-prefix-caching",
+        json_schema_extra=NEUTRAL,
+    )
     # answers
     seed: int = 0
     click_bias: float = Field(0.6, ge=0, le=1, description="chance an action union picks a click")

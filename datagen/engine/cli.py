@@ -120,8 +120,13 @@ def serve_command(
     images: int,
     served_name: str,
     gpu_util: float,
+    version: str = "0.14.1",
 ) -> list[str]:
-    """The vLLM command for Holotron-12B with the flags the engine spec recommends."""
+    """The vLLM command for Holotron-12B with the flags the engine spec recommends, for vLLM
+    `version` (the Mamba/prefix-caching rule of datagen.engine.serve)."""
+    from datagen.engine.serve import prefix_caching_rule
+
+    rule = prefix_caching_rule(version)
     return [
         "vllm", "serve", model,
         "--trust-remote-code",
@@ -135,6 +140,7 @@ def serve_command(
         "--gpu-memory-utilization", str(gpu_util),
         "--enable-prompt-tokens-details",
         "--api-server-count", "2",  # image decoding is single-threaded per API server
+        *([rule.flag] if rule.flag else []),
     ]  # fmt: skip
 
 
@@ -149,14 +155,42 @@ def serve(
     images: Annotated[int, typer.Option(help="images per request")] = 5,
     served_model_name: Annotated[str, typer.Option(help="name clients use")] = "holotron-12b",
     gpu_memory_utilization: Annotated[float, typer.Option(help="share of GPU memory")] = 0.9,
+    vllm_version: Annotated[
+        str, typer.Option(help="the vLLM that will run it (its Mamba/prefix-caching rule)")
+    ] = "0.14.1",
+    check_with: Annotated[
+        str | None,
+        typer.Option(
+            help="a Python with vLLM installed (e.g. .venv-vllm/bin/python): parse the flags "
+            "with that vLLM's own argument parser, exit 1 naming any it refuses"
+        ),
+    ] = None,
     exec_: Annotated[
         bool, typer.Option("--exec", help="run it (GPU host, `pip install -e .[engine]`)")
     ] = False,
 ) -> None:
     """Print (or with --exec, run) the vLLM command for Holotron-12B on a GPU host."""
+    from datagen.engine.serve import check_flags, prefix_caching_rule
+
     command = serve_command(
-        model, port, max_num_seqs, max_model_len, images, served_model_name, gpu_memory_utilization
-    )
+        model, port, max_num_seqs, max_model_len, images, served_model_name,
+        gpu_memory_utilization, vllm_version,
+    )  # fmt: skip
     console.print(shlex.join(command), soft_wrap=True, highlight=False, markup=False)
+    console.print(f"# {prefix_caching_rule(vllm_version).why}", soft_wrap=True, markup=False)
+    if check_with is not None:
+        try:
+            found, refused = check_flags(command, check_with)
+        except (RuntimeError, ValueError) as exc:
+            console.print(f"[red]error:[/] {exc}. fix: --check-with a Python that imports vllm")
+            raise typer.Exit(2) from None
+        if refused:
+            console.print(f"[red]vLLM {found} refuses:[/] {'; '.join(refused)}", soft_wrap=True)
+            raise typer.Exit(1)
+        if found.split("+")[0] != vllm_version:
+            console.print(
+                f"[yellow]checked with vLLM {found}, not --vllm-version {vllm_version}[/]"
+            )
+        console.print(f"vLLM {found} accepts every flag")
     if exec_:
         os.execvp(command[0], command)

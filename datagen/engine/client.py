@@ -35,15 +35,19 @@ import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 from datagen.engine.control import EngineLoad, InFlightController, PriorityGate
+from datagen.engine.health import EngineWatchdog
 
 log = logging.getLogger(__name__)
 KEEPALIVE_EXPIRY_S = 4.0  # below vLLM's VLLM_HTTP_TIMEOUT_KEEP_ALIVE (5 s)
 STANDIN_OWNER = "datagen-sim"
+STANDIN_KEY = "datagen_standin"  # the one key of the stand-in's model card that vLLM's lacks
 WATCHED_METRICS = (
     "vllm:num_requests_running",
     "vllm:num_requests_waiting",
     "vllm:kv_cache_usage_perc",
     "vllm:num_preemptions_total",
+    "vllm:prompt_tokens_total",  # the watchdog's: prompts processed…
+    "vllm:prefix_cache_hits_total",  # …and how many of their tokens came from the cache
 )
 KV_USAGE = "vllm:kv_cache_usage_perc"
 TRANSIENT = (aiohttp.ClientError, asyncio.TimeoutError)
@@ -56,13 +60,16 @@ class EngineError(Exception):
 
 
 class EngineRejected(EngineError):
-    """The server refused the request (HTTP 4xx); resending it would not help."""
+    """The server refused the request (HTTP 4xx); resending it would not help. Branch on
+    `status`, `kind` (the envelope's `type`) and `param`, never on `message` (its words change
+    between vLLM versions)."""
 
     reason = "engine_rejected"
 
-    def __init__(self, status: int, kind: str, message: str) -> None:
-        super().__init__(f"HTTP {status} {kind}: {message}")
-        self.status, self.kind, self.message = status, kind, message
+    def __init__(self, status: int, kind: str, message: str, param: str | None = None) -> None:
+        where = f" [{param}]" if param else ""
+        super().__init__(f"HTTP {status} {kind}{where}: {message}")
+        self.status, self.kind, self.message, self.param = status, kind, message, param
 
 
 class EngineUnavailable(EngineError):
@@ -76,11 +83,13 @@ class ModelInfo:
     id: str
     max_model_len: int | None
     owned_by: str
+    root: str = ""
+    standin_flag: bool = False  # the card's `datagen_standin` key
 
     @property
     def is_standin(self) -> bool:
-        """True for datagen's stand-in: its answers are not a model's."""
-        return self.owned_by == STANDIN_OWNER
+        """datagen's stand-in (its card's `datagen_standin`; older ones: `owned_by`)."""
+        return self.standin_flag or self.owned_by == STANDIN_OWNER
 
 
 @dataclass(frozen=True)
@@ -153,6 +162,7 @@ class EngineClient:
         self.gate = PriorityGate(self.max_in_flight)
         self.retries, self.backoff_s, self.max_backoff_s = retries, backoff_s, max_backoff_s
         self.stats = ClientStats()
+        self.health = EngineWatchdog(self.url)
 
     async def __aenter__(self) -> EngineClient:
         return self
@@ -216,8 +226,10 @@ class EngineClient:
         status, body = await self._get("/v1/models")
         data = _json_or_raise(status, body)
         return [
-            ModelInfo(m["id"], m.get("max_model_len"), m.get("owned_by", "")) for m in data["data"]
-        ]
+            ModelInfo(m["id"], m.get("max_model_len"), m.get("owned_by", ""),
+                      m.get("root") or "", m.get(STANDIN_KEY) is True)
+            for m in data["data"]
+        ]  # fmt: skip
 
     async def metrics(self) -> dict[str, float]:
         """The engine's queue, cache and preemption figures. Counts are summed over label sets
@@ -257,13 +269,15 @@ class EngineClient:
         while True:
             await asyncio.sleep(interval_s * random.uniform(0.8, 1.2))
             try:
-                load = EngineLoad.from_metrics(await self.metrics())
+                values = await self.metrics()
+                load = EngineLoad.from_metrics(values)
             except Exception as exc:  # unreachable, odd text, a gateway's page: keep the limit
                 level = logging.DEBUG if warned else logging.WARNING
                 log.log(level, "%s/metrics unreadable (%s); in-flight limit stays %d",
                         self.url, exc, self.gate.limit)  # fmt: skip
                 warned = True
                 continue
+            self.health.read(values)
             total = controller.update(load)
             self.gate.limit = min(self.max_in_flight, math.ceil(total * fraction))
             if controller.last_reason == "memory" and self.gate.active > self.gate.limit:
@@ -277,6 +291,7 @@ class EngineClient:
         """One chat completion, retried on transient failures, through `role`'s gate share."""
         base_id = uuid.uuid4().hex
         body = json.dumps(payload, separators=(",", ":")).encode()
+        self.health.sent(payload)
         timeout = _timeout(timeout_s) if timeout_s is not None else self._timeout
         started = time.perf_counter()
         queued = 0.0
@@ -311,6 +326,7 @@ class EngineClient:
                 if status < 500:
                     self._count_failure("rejected")
                     _json_or_raise(status, raw)
+                self.health.answered(status)
                 problem = f"HTTP {status}"
             if attempt > self.retries:
                 break
@@ -378,5 +394,6 @@ def _json_or_raise(status: int, raw: bytes) -> Any:
     except (ValueError, AttributeError):
         error = raw.decode(errors="replace")
     if isinstance(error, dict):
-        raise EngineRejected(status, str(error.get("type")), str(error.get("message")))
+        param = None if error.get("param") is None else str(error["param"])
+        raise EngineRejected(status, str(error.get("type")), str(error.get("message")), param)
     raise EngineRejected(status, "", str(error))

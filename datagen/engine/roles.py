@@ -22,6 +22,7 @@ from typing import Any
 from datagen.config import EngineConfig, RoleConfig
 from datagen.engine.client import ChatClient, ChatResult, EngineClient
 from datagen.engine.control import InFlightController
+from datagen.engine.health import EngineWatchdog
 from datagen.engine.profiles import ModelOutputError, Strict, parse_output
 
 PRIORITY = {"policy": 0, "localizer": 1, "judge": 2, "writer": 3, "relabel": 4}
@@ -95,6 +96,15 @@ class Engines:
             out["prompt_tokens"] += client.stats.prompt_tokens
             out["completion_tokens"] += client.stats.completion_tokens
             out["engine_latency_ms"] += client.stats.engine_ms
+        return out
+
+    def health(self) -> dict[str, float]:
+        """The engine-health watchdog's conditions (1: raised on any of this worker's
+        endpoints), every one from the start (datagen.engine.health)."""
+        out = dict.fromkeys(EngineWatchdog().figures(), 0.0)
+        for client in self.clients.values():
+            for name, value in client.health.figures().items():
+                out[name] = max(out[name], value)
         return out
 
     def in_flight(self) -> dict[str, float]:

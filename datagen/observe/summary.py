@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
+from datagen.observe.roles import run_measures
 from datagen.observe.safe import plain, safe
 
 if TYPE_CHECKING:
@@ -111,6 +112,8 @@ def show_summary(console: Console, err_console: Console, summary: RunSummary, ta
             f"dropped {dropped.total} observations ({dropped.share:.1%} of all) on pages "
             f"out of scope, error or blank pages, never data: {reasons} (see run.scope)"
         )
+    for line in run_measures(manifest):  # the model's roles measured, from the output
+        console.print(line, highlight=False, markup=False)
     show_shards(console, summary)
     show_limits(console, summary)
     show_workers(console, err_console, summary)

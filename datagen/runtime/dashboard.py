@@ -25,6 +25,7 @@ from distributed import Client
 from distributed.http.utils import RequestHandler
 
 from datagen.browser.admission import BINDINGS, binding_name
+from datagen.engine.health import health_html, raised_anywhere
 from datagen.observe.meter import REASONS
 from datagen.runtime.hosts import host_table
 from datagen.runtime.metrics import METRIC
@@ -140,6 +141,8 @@ def page(
             "the browser's memory limit; sessions: sessions_per_worker; tasks: no more work to "
             "start.</p>" + _html_table(*bound, total=False)
         )
+    if workers:
+        body += health_html(raised_anywhere({k: dict(v) for k, v in workers.items()}))
     if reasons[1]:
         body += "<h2>rejects by reason</h2>" + _html_table(*reasons, total=False)
     if hosts[1]:  # run.hosts: one book for the whole cluster, so one row per host

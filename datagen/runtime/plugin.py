@@ -196,6 +196,7 @@ class BrowserPlugin(WorkerPlugin):
         if engines is not None:
             meter.totals["engine"] = engines.counters
             meter.gauges["engine"] = engines.in_flight
+            meter.gauges["engine_health"] = engines.health  # datagen.engine.health
             if host is not None:  # requests wait for an engine slot: the engine binds
                 host.admission.engine_bound = lambda: engines.in_flight()["engine_queued"] > 0
 

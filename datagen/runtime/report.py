@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
+from html import escape  # write_report's own `html` is the page
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,8 @@ from bokeh.plotting import figure
 from bokeh.resources import INLINE
 
 from datagen.browser.admission import BINDINGS
+from datagen.engine.health import FIGURE, health_html, raised_anywhere
+from datagen.observe.roles import run_measures
 from datagen.runtime.hosts import HOST_COLUMNS
 from datagen.runtime.metrics import METRIC
 from datagen.sink.hosts import read_hosts
@@ -174,6 +177,11 @@ def write_report(
     )
     parts: list[Any] = [
         head,
+        *health_divs(timeline),
+        *[
+            Div(text=f"<p>{escape(line)}</p>", sizing_mode="stretch_width")
+            for line in run_measures(manifest)
+        ],
         *hosts_table(read_hosts(storage)),
         _curves(timeline, "steps_per_s", "browser steps per second", "steps/s"),
         _curves(timeline, "screenshots_per_s", "screenshots per second", "screenshots/s"),
@@ -206,6 +214,21 @@ def write_report(
     html = file_html(column(*parts, sizing_mode="stretch_width"), INLINE, "datagen run report")
     storage.put(REPORT, html.encode())
     return REPORT
+
+
+def health_divs(timeline: Timeline) -> list[Div]:
+    """The engine-health watchdog's conditions raised during the run, with what to do
+    (datagen.engine.health); nothing when the run called no engine."""
+    latest: dict[str, dict[str, float]] = {}
+    for _, worker, figures in timeline.samples:
+        if any(k.startswith(FIGURE) for k in figures):
+            seen = latest.setdefault(worker, {})
+            for key, value in figures.items():
+                if key.startswith(FIGURE):
+                    seen[key] = max(seen.get(key, 0.0), value)
+    if not latest:
+        return []
+    return [Div(text=health_html(raised_anywhere(latest)), sizing_mode="stretch_width")]
 
 
 # the live figures a run's end leaves no meaning in (sessions now, the last 10 s's rate)

@@ -62,7 +62,8 @@ def test_models_health_version(http: httpx.Client) -> None:
     assert (
         card["id"] == "datagen-sim" and card["object"] == "model" and card["max_model_len"] == 8192
     )
-    assert card["owned_by"] == "datagen-sim"  # never claims to be a model
+    assert card["owned_by"] == "vllm" and card["root"] == "datagen-sim"  # vLLM's card…
+    assert card["datagen_standin"] is True  # …plus the key that says it is no model
     assert http.get("/version").json()["version"] == "0.14.1"
 
 
@@ -207,7 +208,8 @@ def test_errors_match_vllm(
     r = http.post("/v1/chat/completions", json=body)
     error = r.json()["error"]
     assert (r.status_code, error["type"], error["code"]) == (status, kind, status)
-    assert text in error["message"] and error["param"] is None
+    assert text in error["message"]
+    assert error["param"] == ("model" if status == 404 else None)  # as vLLM 0.14.1 names it
 
 
 def metrics(http: httpx.Client) -> dict[str, dict[str, Any]]:

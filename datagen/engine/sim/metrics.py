@@ -120,6 +120,27 @@ class SimMetrics:
             buckets=ITERATION_BUCKETS,
             registry=reg,
         )
+        self.prefix_queries = Counter(
+            "vllm:prefix_cache_queries",
+            "Prefix cache queries, in terms of number of queried tokens.",
+            labels,
+            registry=reg,
+        )
+        self.prefix_hits = Counter(
+            "vllm:prefix_cache_hits",
+            "Prefix cache hits, in terms of number of cached tokens.",
+            labels,
+            registry=reg,
+        )
+        # vLLM makes each labelled series at start: counters read 0 before the first event
+        # (a client that waits for `vllm:num_preemptions_total` to appear would wait forever).
+        for metric in (self.running, self.waiting, self.kv_usage, self.prompt_tokens,
+                       self.generation_tokens, self.preemptions, self.ttft, self.itl, self.e2e,
+                       self.queue, self.req_prompt, self.req_generation, self.iteration,
+                       self.prefix_queries, self.prefix_hits):  # fmt: skip
+            self.labelled(metric)
+        for reason in ("stop", "length", "abort", "error"):
+            self.success.labels(finished_reason=reason, **self.values)
 
     def labelled(self, metric: Any) -> Any:
         """The child of a metric for this engine's labels."""

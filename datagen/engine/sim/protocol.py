@@ -1,6 +1,8 @@
 """Request checks of the stand-in, in vLLM 0.14.1's order and words (spec §3.3, §3.5).
 
-Each check returns an `ApiError` (status, type, message) or the measured prompt."""
+Each check returns an `ApiError` (status, type, message, param) or the measured prompt. The
+status, type and `param` of each error are what a real vLLM 0.14.1 answered the same request
+(tests/integration/test_engine_contract.py probes both); clients must not read the message."""
 
 from __future__ import annotations
 
@@ -32,13 +34,14 @@ class ApiError(Exception):
     status: int
     type: str
     message: str
+    param: str | None = None  # the request field at fault, as vLLM names it
 
     def body(self) -> dict[str, Any]:
         return {
             "error": {
                 "message": self.message,
                 "type": self.type,
-                "param": None,
+                "param": self.param,
                 "code": self.status,
             }
         }
@@ -84,6 +87,56 @@ def parse_body(raw: bytes) -> ChatBody:
     if body.stream_options is not None and not body.stream:
         raise ApiError(400, "Bad Request", "Stream options can only be defined when `stream=True`.")
     return body
+
+
+def check_sampling(body: ChatBody) -> None:
+    """vLLM's SamplingParams checks a client can trip: a negative temperature."""
+    if body.temperature is not None and body.temperature < 0:
+        raise ApiError(
+            400,
+            "BadRequestError",
+            f"temperature must be non-negative, got {body.temperature}. "
+            f"(parameter=temperature, value={body.temperature})",
+            "temperature",
+        )
+
+
+JSON_TYPES = {"object", "array", "string", "number", "integer", "boolean", "null"}
+
+
+def check_schema(schema: Any) -> dict[str, Any]:
+    """The request's JSON Schema, or vLLM's 400 for one its grammar compiler refuses: a schema
+    that is not an object, or a `type` that is not a JSON Schema type (anywhere in it)."""
+    if not isinstance(schema, dict):
+        raise ApiError(400, "BadRequestError", f"Invalid JSON schema: {json.dumps(schema)[:200]}")
+    bad = _bad_type(schema)
+    if bad is not None:
+        raise ApiError(400, "BadRequestError", f"Grammar error: invalid JSON Schema type {bad!r}")
+    return schema
+
+
+SCHEMA_MAPS = {"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"}
+SUBSCHEMAS = {"items", "additionalProperties", "not", "if", "then", "else", "contains",
+              "propertyNames", "anyOf", "oneOf", "allOf", "prefixItems"}  # fmt: skip
+
+
+def _bad_type(node: Any) -> str | None:
+    """The first `type` in a schema (and its subschemas) that JSON Schema does not have."""
+    if isinstance(node, list):
+        return next((b for b in map(_bad_type, node) if b is not None), None)
+    if not isinstance(node, dict):
+        return None
+    kind = node.get("type")
+    for name in [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else []:
+        if name not in JSON_TYPES:
+            return str(name)
+    found: list[str | None] = []
+    for key, value in node.items():
+        if key in SCHEMA_MAPS and isinstance(value, dict):
+            found += map(_bad_type, value.values())
+        elif key in SUBSCHEMAS:
+            found.append(_bad_type(value))
+    return next((b for b in found if b is not None), None)
 
 
 def _image_size(url: str) -> tuple[int, int]:
@@ -159,10 +212,21 @@ def _schema(body: ChatBody) -> dict[str, Any] | None:
     """The enforced JSON Schema: `structured_outputs.json` or `response_format` (not guided_json)."""
     if body.structured_outputs and "json" in body.structured_outputs:
         schema = body.structured_outputs["json"]
-        return json.loads(schema) if isinstance(schema, str) else dict(schema)
+        if not isinstance(schema, str | dict):  # vLLM's request model refuses it: `Bad Request`
+            raise ApiError(
+                400,
+                "Bad Request",
+                "structured_outputs.json: Input should be a valid string or dictionary",
+            )
+        if isinstance(schema, str):
+            try:
+                schema = json.loads(schema)
+            except json.JSONDecodeError as exc:
+                raise ApiError(400, "BadRequestError", f"Invalid JSON schema: {exc}") from None
+        return check_schema(schema)
     fmt = body.response_format or {}
     if fmt.get("type") == "json_schema":
-        return dict((fmt.get("json_schema") or {}).get("schema") or {})
+        return check_schema((fmt.get("json_schema") or {}).get("schema") or {})
     if fmt.get("type") == "json_object":
         return {"type": "object", "properties": {}}
     return None

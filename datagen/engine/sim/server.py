@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
 import random
 import threading
@@ -19,11 +20,12 @@ from aiohttp import web
 from prometheus_client import generate_latest
 
 from datagen.config import STANDIN_OWNER, SimConfig
+from datagen.engine.client import STANDIN_KEY
 from datagen.engine.sim.answers import answer_text
 from datagen.engine.sim.engine import SimEngine, SimRequest
 from datagen.engine.sim.hindsight import hindsight_answer
 from datagen.engine.sim.metrics import SimMetrics
-from datagen.engine.sim.protocol import ApiError, measure, parse_body
+from datagen.engine.sim.protocol import ApiError, check_sampling, measure, parse_body
 from datagen.engine.sim.replies import completion, stream_completion
 
 log = logging.getLogger(__name__)
@@ -40,6 +42,7 @@ def make_app(config: SimConfig) -> web.Application:
         "fault_rng": random.Random(config.seed),
         "started": time.time(),
         "replied": 0,  # scripted replies given
+        "prefixes": set(),  # first messages seen (prefix-cache hits)
     }
     app.router.add_post("/v1/chat/completions", _chat)
     app.router.add_get("/v1/models", _models)
@@ -88,12 +91,16 @@ async def _chat(request: web.Request) -> web.StreamResponse:
     try:
         body = parse_body(await request.read())
         if body.model is not None and body.model != config.served_model_name:
-            raise ApiError(404, "NotFoundError", f"The model `{body.model}` does not exist.")
+            raise ApiError(
+                404, "NotFoundError", f"The model `{body.model}` does not exist.", "model"
+            )
+        check_sampling(body)
         prompt = measure(body, config)
         if config.dead:
             raise ApiError(500, "InternalServerError", "Internal server error")
     except ApiError as exc:
         return _error(exc)
+    _count_prefix(request.app, body.messages, prompt.tokens)
     if prompt.ignored:
         log.warning(
             "The following fields were present in the request but ignored: %s", set(prompt.ignored)
@@ -151,6 +158,22 @@ async def _chat(request: web.Request) -> web.StreamResponse:
     return web.json_response(completion(sim, config))
 
 
+def _count_prefix(app: web.Application, messages: list[dict[str, Any]], tokens: int) -> None:
+    """vLLM's prefix-cache counters, roughly: every prompt token is a query; a prompt whose
+    first message was seen before hits that message's share (text only, ~4 bytes a token)."""
+    metrics = app[ENGINE_KEY].metrics
+    metrics.labelled(metrics.prefix_queries).inc(tokens)
+    if not messages or not app[STATE_KEY]["config"].prefix_caching:
+        return
+    head = json.dumps(messages[0], sort_keys=True)
+    seen: set[str] = app[STATE_KEY]["prefixes"]
+    key = hashlib.sha256(head.encode()).hexdigest()
+    if key in seen:
+        metrics.labelled(metrics.prefix_hits).inc(min(tokens, max(1, len(head) // 4)))
+    elif len(seen) < 4096:
+        seen.add(key)
+
+
 def _fault(rng: random.Random, config: SimConfig) -> str | None:
     draw = rng.random()
     for name, rate in (
@@ -171,10 +194,11 @@ async def _models(request: web.Request) -> web.Response:
         "id": config.served_model_name,
         "object": "model",
         "created": created,
-        "owned_by": STANDIN_OWNER,  # vLLM says "vllm": this is how a client tells the stand-in apart
-        "root": config.served_model_name,
+        "owned_by": "vllm",  # as vLLM's card; the extra key below tells the stand-in apart
+        "root": config.served_model_name,  # vLLM: the --model path (= the id without an alias)
         "parent": None,
         "max_model_len": config.max_model_len,
+        STANDIN_KEY: True,
         "permission": [
             {
                 "id": f"modelperm-{created}",
