@@ -1,0 +1,193 @@
+"""An episode's own traffic, recorded, and replays answered from it (replay verification).
+
+    Episode: browser context with Playwright's HAR recording (record_har_path, minimal, bodies
+             embedded) ─► <episode>.har when its context closes
+    verify.py: Recording.load(har) ─► one ReplayRouter per replay (context.route "**/*")
+
+A replay is an experiment on our side only: nothing that can change a site's state is sent
+twice. Each request of a replay is answered by the router:
+
+- a safe method (GET, HEAD, OPTIONS) the episode made: its recorded response, the one it got at
+  the same point of the episode (after as many state-changing requests as the replay has sent);
+  one the episode never made goes to the network (counted by method and host: `network`);
+- any other method (a form's POST, a fetch's PUT or DELETE) is answered only when it repeats the
+  episode's next state-changing request (same method, URL and body, in the episode's order): the
+  site's state depends on what was sent before, so one out of order, or one the episode never
+  made, would meet a state nobody observed. It is aborted and the replay does not reproduce
+  (`diverged` says which request);
+- a host the operator owns and lets replays reach (`annotation.verify.live`) goes to the network
+  whatever the method (counted too).
+
+Why Playwright's HAR recording and a router of our own, not `route_from_har`: the recording is
+made by Playwright's driver (no per-request work on the browser loop's Python side: ordinary
+episodes pay only the driver's copy of each response). `route_from_har` answers a POST by URL
+and body alone, whatever came before it: "Buy" replayed without "Add to cart" got the recorded
+"Order placed" page and verification kept "Buy" alone as the task's path. Its redirects are
+followed as new navigations too, so the cookies a recorded 303 set were lost.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from playwright.async_api import Request, Route
+
+log = logging.getLogger(__name__)
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# Response headers never replayed: the body is already decoded and its length may differ
+DROPPED_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One recorded request and its response; `state`: the episode's state-changing requests
+    sent before it."""
+
+    method: str
+    url: str
+    body: bytes
+    state: int
+    status: int
+    headers: dict[str, str]
+    content: bytes
+
+
+@dataclass
+class Recording:
+    """An episode's recorded traffic (safe requests by (method, URL); the others in order)."""
+
+    safe: dict[tuple[str, str], list[Entry]] = field(default_factory=dict)
+    writes: list[Entry] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, path: Path) -> Recording:
+        """Read Playwright's HAR file (an empty recording when there is none)."""
+        recording = cls()
+        try:
+            entries = json.loads(path.read_text(encoding="utf-8"))["log"]["entries"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.info("no usable recording at %s: %s", path, exc)
+            return recording
+        for raw in entries:
+            entry = _entry(raw, len(recording.writes))
+            if entry is None:
+                continue
+            if entry.method in SAFE_METHODS:
+                recording.safe.setdefault((entry.method, entry.url), []).append(entry)
+            else:
+                recording.writes.append(entry)
+        return recording
+
+
+def _entry(raw: dict[str, object], state: int) -> Entry | None:
+    """A HAR entry as an Entry; None for a request that got no response (aborted, failed)."""
+    request, response = raw.get("request"), raw.get("response")
+    if not isinstance(request, dict) or not isinstance(response, dict):
+        return None
+    status = int(response.get("status") or 0)
+    if status <= 0:
+        return None
+    post = request.get("postData") or {}
+    body = str(post.get("text") or "").encode() if isinstance(post, dict) else b""
+    content = response.get("content") or {}
+    text = str(content.get("text") or "") if isinstance(content, dict) else ""
+    encoded = isinstance(content, dict) and content.get("encoding") == "base64"
+    headers: dict[str, str] = {}
+    for header in response.get("headers") or []:
+        name, value = str(header["name"]), str(header["value"])
+        if name.lower() in DROPPED_HEADERS:
+            continue
+        # several Set-Cookie headers are joined by newlines (Playwright's fulfill splits them)
+        headers[name] = f"{headers[name]}\n{value}" if name in headers else value
+    return Entry(
+        method=str(request.get("method", "GET")).upper(),
+        url=str(request.get("url", "")),
+        body=body,
+        state=state,
+        status=status,
+        headers=headers,
+        content=base64.b64decode(text) if encoded else text.encode(),
+    )
+
+
+def host_of(url: str) -> str:
+    """host[:port] of a URL ("" when it has none)."""
+    try:
+        return urlsplit(url).netloc.rpartition("@")[2].lower()
+    except ValueError:
+        return ""
+
+
+def is_live(url: str, live: frozenset[str]) -> bool:
+    """Is `url` on a host the operator lets replays reach (by name, or name:port)?"""
+    if not live:
+        return False
+    netloc = host_of(url)
+    return netloc in live or netloc.rsplit(":", 1)[0].strip("[]") in live
+
+
+class ReplayRouter:
+    """Answers one replay's requests (module docstring). Use `handle` as a context route."""
+
+    def __init__(self, recording: Recording, live: frozenset[str] = frozenset()) -> None:
+        self.recording, self.live = recording, live
+        self.state = 0  # the episode's state-changing requests this replay has repeated
+        self.network: Counter[str] = Counter()  # "METHOD host" sent to the network
+        self.aborted: Counter[str] = Counter()  # "METHOD host" refused
+        self.diverged: str | None = None  # the first state-changing request refused
+        self._served: Counter[tuple[str, str, int]] = Counter()
+
+    async def handle(self, route: Route, request: Request) -> None:
+        method, url = request.method.upper(), request.url
+        if is_live(url, self.live):
+            self.network[f"{method} {host_of(url)}"] += 1
+            await route.continue_()
+            return
+        if method in SAFE_METHODS:
+            entry = self._safe(method, url)
+            if entry is None:
+                self.network[f"{method} {host_of(url)}"] += 1
+                await route.continue_()
+                return
+        else:
+            entry = self._write(method, url, request.post_data_buffer or b"")
+            if entry is None:
+                self.aborted[f"{method} {host_of(url)}"] += 1
+                if self.diverged is None:
+                    self.diverged = f"{method} {url[:200]}"
+                await route.abort("blockedbyclient")
+                return
+        await route.fulfill(status=entry.status, headers=entry.headers, body=entry.content)
+
+    def _safe(self, method: str, url: str) -> Entry | None:
+        """The response the episode got for this request at this point: at the same state if
+        it made the request then (the n-th such request the n-th response, the last repeated),
+        else at the latest state before, else its first."""
+        entries = self.recording.safe.get((method, url))
+        if not entries:
+            return None
+        here = [e for e in entries if e.state == self.state]
+        if not here:
+            before = [e for e in entries if e.state < self.state]
+            here = [before[-1]] if before else entries[:1]
+        key = (method, url, here[0].state)
+        entry = here[min(self._served[key], len(here) - 1)]
+        self._served[key] += 1
+        return entry
+
+    def _write(self, method: str, url: str, body: bytes) -> Entry | None:
+        """The episode's next state-changing request, if this one repeats it."""
+        writes = self.recording.writes
+        if self.state >= len(writes):
+            return None
+        expected = writes[self.state]
+        if (expected.method, expected.url, expected.body) != (method, url, body):
+            return None
+        self.state += 1
+        return expected
