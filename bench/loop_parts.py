@@ -112,8 +112,8 @@ class VariantSide(OursSide):
         opened = self.host.session
 
         @asynccontextmanager
-        async def session() -> AsyncIterator[Session]:
-            async with opened() as s:
+        async def session(record: Path | None = None) -> AsyncIterator[Session]:
+            async with opened(record) as s:
                 if change is not None:
                     change(s)
                 yield s

@@ -10,11 +10,12 @@ twice. Each request of a replay is answered by the router:
 - a safe method (GET, HEAD, OPTIONS) the episode made: its recorded response, the one it got at
   the same point of the episode (after as many state-changing requests as the replay has sent);
   one the episode never made goes to the network (counted by method and host: `network`);
-- any other method (a form's POST, a fetch's PUT or DELETE) is answered only when it repeats the
-  episode's next state-changing request (same method, URL and body, in the episode's order): the
-  site's state depends on what was sent before, so one out of order, or one the episode never
-  made, would meet a state nobody observed. It is aborted and the replay does not reproduce
-  (`diverged` says which request);
+- any other method (a form's POST, a fetch's PUT or DELETE) is answered only when it repeats one
+  the episode made: same method, URL and body, each recorded one answered once, and the same
+  state on the server's side: the cookies the site set (Set-Cookie in the recording) as the
+  episode's request carried them. "Buy" replayed without "Add to cart" lacks the cart cookie
+  the episode's "Buy" carried: the site would have met a state nobody observed, so it is
+  aborted and the replay does not reproduce (`diverged` says which request);
 - a host the operator owns and lets replays reach (`annotation.verify.live`) goes to the network
   whatever the method (counted too).
 
@@ -23,18 +24,24 @@ made by Playwright's driver (no per-request work on the browser loop's Python si
 episodes pay only the driver's copy of each response). `route_from_har` answers a POST by URL
 and body alone, whatever came before it: "Buy" replayed without "Add to cart" got the recorded
 "Order placed" page and verification kept "Buy" alone as the task's path. Its redirects are
-followed as new navigations too, so the cookies a recorded 303 set were lost.
+followed as new navigations too, so the cookies a recorded 303 set were lost. A redirect is
+followed here the same way (Chromium does not intercept the hop after a fulfilled 3xx: it would
+reach the site), with the redirect's cookies set first.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import logging
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
-from urllib.parse import urlsplit
+from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 from playwright.async_api import Request, Route
 
@@ -42,6 +49,7 @@ log = logging.getLogger(__name__)
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # Response headers never replayed: the body is already decoded and its length may differ
 DROPPED_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,16 @@ class Entry:
     status: int
     headers: dict[str, str]
     content: bytes
+    cookie: str = ""  # the request's Cookie header
+
+    def set_cookies(self) -> list[str]:
+        """The response's Set-Cookie headers."""
+        return [
+            line
+            for name, value in self.headers.items()
+            if name.lower() == "set-cookie"
+            for line in value.split("\n")
+        ]
 
 
 @dataclass
@@ -64,6 +82,7 @@ class Recording:
 
     safe: dict[tuple[str, str], list[Entry]] = field(default_factory=dict)
     writes: list[Entry] = field(default_factory=list)
+    site_cookies: frozenset[str] = frozenset()  # names of the cookies the site set
 
     @classmethod
     def load(cls, path: Path) -> Recording:
@@ -82,7 +101,23 @@ class Recording:
                 recording.safe.setdefault((entry.method, entry.url), []).append(entry)
             else:
                 recording.writes.append(entry)
+        everything = [*recording.writes, *(e for es in recording.safe.values() for e in es)]
+        names = {m for e in everything for line in e.set_cookies() for m in _parsed(line)}
+        recording.site_cookies = frozenset(names)
         return recording
+
+    def state(self, cookie_header: str) -> dict[str, str]:
+        """The site's own cookies in a Cookie header: what its server's state hangs on."""
+        pairs = (part.strip().partition("=") for part in cookie_header.split(";"))
+        return {k: v for k, _, v in pairs if k in self.site_cookies}
+
+
+def _parsed(line: str) -> dict[str, Any]:
+    """A Set-Cookie line's cookies (SimpleCookie morsels by name; none when it does not parse)."""
+    cookie: SimpleCookie = SimpleCookie()
+    with contextlib.suppress(CookieError):
+        cookie.load(line)
+    return dict(cookie)
 
 
 def _entry(raw: dict[str, object], state: int) -> Entry | None:
@@ -98,6 +133,10 @@ def _entry(raw: dict[str, object], state: int) -> Entry | None:
     content = response.get("content") or {}
     text = str(content.get("text") or "") if isinstance(content, dict) else ""
     encoded = isinstance(content, dict) and content.get("encoding") == "base64"
+    cookie = next(
+        (str(h["value"]) for h in request.get("headers") or [] if h["name"].lower() == "cookie"),
+        "",
+    )
     headers: dict[str, str] = {}
     for header in response.get("headers") or []:
         name, value = str(header["name"]), str(header["value"])
@@ -113,6 +152,7 @@ def _entry(raw: dict[str, object], state: int) -> Entry | None:
         status=status,
         headers=headers,
         content=base64.b64decode(text) if encoded else text.encode(),
+        cookie=cookie,
     )
 
 
@@ -142,6 +182,7 @@ class ReplayRouter:
         self.aborted: Counter[str] = Counter()  # "METHOD host" refused
         self.diverged: str | None = None  # the first state-changing request refused
         self._served: Counter[tuple[str, str, int]] = Counter()
+        self._used: set[int] = set()  # recorded state-changing requests answered (by index)
 
     async def handle(self, route: Route, request: Request) -> None:
         method, url = request.method.upper(), request.url
@@ -156,12 +197,25 @@ class ReplayRouter:
                 await route.continue_()
                 return
         else:
-            entry = self._write(method, url, request.post_data_buffer or b"")
+            cookie = await request.header_value("cookie") or ""
+            entry = self._write(method, url, request.post_data_buffer or b"", cookie)
             if entry is None:
                 self.aborted[f"{method} {host_of(url)}"] += 1
                 if self.diverged is None:
                     self.diverged = f"{method} {url[:200]}"
                 await route.abort("blockedbyclient")
+                return
+        await self._answer(route, request, entry)
+
+    async def _answer(self, route: Route, request: Request, entry: Entry) -> None:
+        location = next((v for k, v in entry.headers.items() if k.lower() == "location"), "")
+        if entry.status in REDIRECTS and location and request.is_navigation_request():
+            # Chromium would send the hop after a fulfilled 3xx to the site unintercepted:
+            # the frame is sent there instead (as route_from_har does), its cookies set first
+            redirect = getattr(route, "_redirect_navigation_request", None)
+            if redirect is not None:
+                await _add_cookies(request, entry.set_cookies())
+                await redirect(urljoin(entry.url, location))
                 return
         await route.fulfill(status=entry.status, headers=entry.headers, body=entry.content)
 
@@ -181,13 +235,35 @@ class ReplayRouter:
         self._served[key] += 1
         return entry
 
-    def _write(self, method: str, url: str, body: bytes) -> Entry | None:
-        """The episode's next state-changing request, if this one repeats it."""
-        writes = self.recording.writes
-        if self.state >= len(writes):
-            return None
-        expected = writes[self.state]
-        if (expected.method, expected.url, expected.body) != (method, url, body):
-            return None
-        self.state += 1
-        return expected
+    def _write(self, method: str, url: str, body: bytes, cookie: str) -> Entry | None:
+        """The episode's state-changing request this one repeats, with the same site state."""
+        state = self.recording.state(cookie)
+        for i, entry in enumerate(self.recording.writes):
+            if i in self._used or (entry.method, entry.url, entry.body) != (method, url, body):
+                continue
+            if self.recording.state(entry.cookie) != state:
+                continue
+            self._used.add(i)
+            self.state += 1
+            return entry
+        return None
+
+
+async def _add_cookies(request: Request, lines: Iterable[str]) -> None:
+    """Set a recorded redirect's cookies in the request's context (session cookies)."""
+    host = urlsplit(request.url).hostname or ""
+    cookies: list[Any] = []
+    for line in lines:
+        for name, morsel in _parsed(line).items():
+            cookies.append(
+                {
+                    "name": name,
+                    "value": morsel.value,
+                    "domain": morsel["domain"] or host,
+                    "path": morsel["path"] or "/",
+                    "httpOnly": bool(morsel["httponly"]),
+                    "secure": bool(morsel["secure"]),
+                }
+            )
+    if cookies:
+        await request.frame.page.context.add_cookies(cookies)
