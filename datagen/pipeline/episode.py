@@ -14,11 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import shutil
-import tempfile
 import time
 from collections.abc import Awaitable
-from pathlib import Path
 from typing import TypeVar
 
 from playwright.async_api import Error as PlaywrightError
@@ -36,6 +33,7 @@ from datagen.pipeline.context import ShardContext
 from datagen.pipeline.course import MAX_RETURNS, Course, led_to
 from datagen.pipeline.failures import EPISODE_FAILURES, WATCHED, failure
 from datagen.pipeline.hosts import open_start
+from datagen.pipeline.recording import discard_recording, recording_path, verifiable
 from datagen.pipeline.rows import (
     EpisodeOutcome,
     annotate,
@@ -126,7 +124,7 @@ class Episode:
             clock, ctx.config.run.straggler_s, ctx.config.run.straggler_factor
         )
         # A task that may be verified records its traffic: replays are answered from it
-        record = _recording_path() if _verifiable(task, ctx) else None
+        record = recording_path() if verifiable(task, ctx.config) else None
         out.recording = record
         try:
             async with limit, ctx.host.session(record) as session, self.watch.watching():
@@ -383,20 +381,3 @@ class Episode:
         except NavigationFailed:
             return ""
         return "reopened the start URL" if course.stray_of(session) is None else ""
-
-
-def _verifiable(task: TaskSpec, ctx: ShardContext) -> bool:
-    """Would a success of this task be verified by replays (annotation.verify)?"""
-    return ctx.config.annotation.verify is not None and task.check is not None
-
-
-def _recording_path() -> Path:
-    """Where an episode's traffic is recorded: a folder of its own (removed with it)."""
-    return Path(tempfile.mkdtemp(prefix="datagen-episode-")) / "traffic.har"
-
-
-def discard_recording(out: EpisodeOutcome) -> None:
-    """Remove an episode's recorded traffic (once verified, or when there is nothing to)."""
-    if out.recording is not None:
-        shutil.rmtree(out.recording.parent, ignore_errors=True)
-        out.recording = None

@@ -35,6 +35,8 @@ import base64
 import contextlib
 import json
 import logging
+import shutil
+import tempfile
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -44,6 +46,10 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from playwright.async_api import Request, Route
+
+from datagen.config import PipelineConfig
+from datagen.pipeline.rows import EpisodeOutcome
+from datagen.records import TaskSpec
 
 log = logging.getLogger(__name__)
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -267,3 +273,21 @@ async def _add_cookies(request: Request, lines: Iterable[str]) -> None:
             )
     if cookies:
         await request.frame.page.context.add_cookies(cookies)
+
+
+def verifiable(task: TaskSpec, config: PipelineConfig) -> bool:
+    """Would a success of this task be verified by replays (annotation.verify)? Only such an
+    episode records its traffic: no other pays for it."""
+    return config.annotation.verify is not None and task.check is not None
+
+
+def recording_path() -> Path:
+    """Where an episode's traffic is recorded: a folder of its own (removed with it)."""
+    return Path(tempfile.mkdtemp(prefix="datagen-episode-")) / "traffic.har"
+
+
+def discard_recording(out: EpisodeOutcome) -> None:
+    """Remove an episode's recorded traffic (once verified, or when there is nothing to)."""
+    if out.recording is not None:
+        shutil.rmtree(out.recording.parent, ignore_errors=True)
+        out.recording = None

@@ -48,18 +48,13 @@ from datagen.browser.failures import BROWSER_FAILURES, BrowserDied, run_check
 from datagen.browser.session import Session
 from datagen.config import VerifyConfig
 from datagen.pipeline.context import ShardContext
-from datagen.pipeline.episode import discard_recording
-from datagen.pipeline.recording import Recording, ReplayRouter
+from datagen.pipeline.recording import Recording, ReplayRouter, discard_recording
 from datagen.pipeline.rows import EpisodeOutcome
 from datagen.pipeline.straggler import StepClock, StragglerWatch, Straggling
 from datagen.records import Action, Click, Decision, Element, ImageData, RejectReason, TaskSpec
 
 log = logging.getLogger(__name__)
 ACTION: TypeAdapter[Action] = TypeAdapter(Action)
-
-
-class OutOfTime(Exception):
-    """The verification's share of the episode's time budget is spent (its detail says how)."""
 
 
 @dataclass
