@@ -288,10 +288,11 @@ class Episode:
         if row.note is None and decision.note:  # the policy's own note (explore's why)
             row = row.model_copy(update={"note": decision.note})
         out.steps.append(row)
-        if isinstance(decision.action, Click):  # what a replay's click must land on too
-            hit = decision.target or element_at(obs, decision.action.x, decision.action.y)
-            if hit is not None:
-                out.hits[index] = (hit.role, hit.name)
+        hit = decision.target  # what a replay's click must land on too; typing's field
+        if hit is None and isinstance(decision.action, Click):
+            hit = element_at(obs, decision.action.x, decision.action.y)
+        if hit is not None:
+            out.hits[index] = (hit.role, hit.name)
         self.watch.step_ended()
         course.last, course.success = obs, success
         ctx.meter.add("steps")

@@ -172,7 +172,12 @@ class Replayer:
     async def _observe(self, session: Session, index: int, path: Screens, action: Action) -> None:
         obs = await session.observe()
         image = ImageData(bytes=obs.screenshot, path=f"path-{index:03d}.{obs.image_format}")
-        path.steps[index] = (image, describe(obs, Decision(action=action)))
+        # the episode's target (typing's field, a key's) as found on this screen, by role+name
+        was = self.hits.get(index)
+        target = next((e for e in obs.elements if was == (e.role, e.name)), None)
+        if isinstance(action, Click):
+            target = None  # where the click lands on this screen (describe finds it)
+        path.steps[index] = (image, describe(obs, Decision(action=action, target=target)))
 
     def _diverged(self, router: ReplayRouter) -> bool:
         if router.diverged is None:
