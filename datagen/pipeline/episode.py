@@ -68,7 +68,12 @@ def digest(*parts: object) -> str:
 
 async def run_episode(task: TaskSpec, repeat: int, ctx: ShardContext) -> EpisodeOutcome:
     """One episode; never raises for a task's own failures."""
-    return await Episode(task, repeat, ctx).run()
+    episode = Episode(task, repeat, ctx)
+    try:
+        return await episode.run()
+    except BaseException:  # the shard fails (its browser died): nothing will verify it
+        discard_recording(episode.out)
+        raise
 
 
 async def relabel(out: EpisodeOutcome, ctx: ShardContext) -> None:
