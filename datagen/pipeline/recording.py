@@ -16,8 +16,10 @@ twice. Each request of a replay is answered by the router:
   episode's request carried them. "Buy" replayed without "Add to cart" lacks the cart cookie
   the episode's "Buy" carried: the site would have met a state nobody observed, so it is
   aborted and the replay does not reproduce (`diverged` says which request);
+- a WebSocket never reaches the site (its messages cannot be answered from a recording, and
+  may change state): it is closed at once (counted with the refused requests, `WS host`);
 - a host the operator owns and lets replays reach (`annotation.verify.live`) goes to the network
-  whatever the method (counted too).
+  whatever the method, WebSockets included (counted too).
 
 Why Playwright's HAR recording and a router of our own, not `route_from_har`: the recording is
 made by Playwright's driver (no per-request work on the browser loop's Python side: ordinary
@@ -45,7 +47,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from playwright.async_api import Request, Route
+from playwright.async_api import Request, Route, WebSocketRoute
 
 from datagen.config import PipelineConfig
 from datagen.pipeline.rows import EpisodeOutcome
@@ -224,6 +226,15 @@ class ReplayRouter:
                 await redirect(urljoin(entry.url, location))
                 return
         await route.fulfill(status=entry.status, headers=entry.headers, body=entry.content)
+
+    async def socket(self, socket: WebSocketRoute) -> None:
+        """A WebSocket of the replay (`context.route_web_socket`): closed, unless live."""
+        if is_live(socket.url, self.live):
+            self.network[f"WS {host_of(socket.url)}"] += 1
+            socket.connect_to_server()  # messages pass both ways as they are
+            return
+        self.aborted[f"WS {host_of(socket.url)}"] += 1
+        await socket.close(code=1008, reason="datagen replay: answered from a recording")
 
     def _safe(self, method: str, url: str) -> Entry | None:
         """The response the episode got for this request at this point: at the same state if

@@ -111,6 +111,7 @@ class Replayer:
         try:
             async with ctx.host.session() as session:
                 await session.context.route("**/*", router.handle)  # before the first request
+                await session.context.route_web_socket("**/*", router.socket)
                 session.watch_documents()
                 if ctx.config.run.hosts.user_agent:  # as the episode's load had it
                     agent = {"userAgent": ctx.config.run.hosts.user_agent}

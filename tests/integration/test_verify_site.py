@@ -10,7 +10,8 @@ this module's own server.
 - tabs where the same spot holds "Delete one" or "Delete all": a replay whose click lands on
   another element is no reproduction;
 - "Select Pears and submit." after checking Apples too: the task-labelled samples show the
-  minimal path's own screens (Apples unchecked).
+  minimal path's own screens (Apples unchecked);
+- a page that sends a message over a WebSocket on load: only the episode's reaches the server.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import WSMsgType, web
 from PIL import Image
 
 from datagen.export.options import ExportOptions
@@ -191,10 +193,20 @@ def origin(site: Site) -> str:
 
 
 @pytest.fixture(scope="module")
-def plugin(site: Site, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReadyPlugin]:
+def sockets() -> Iterator[Sockets]:
+    server = Sockets()
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def plugin(
+    site: Site, sockets: Sockets, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ReadyPlugin]:
     from datagen.runtime.plugin import BrowserPlugin
 
-    config = make_config(tmp_path_factory.mktemp("site"), browser={"allow": [origin(site)]})
+    allow = [origin(site), f"127.0.0.1:{sockets.port}"]
+    config = make_config(tmp_path_factory.mktemp("site"), browser={"allow": allow})
     with set_up(BrowserPlugin(config)) as ready:
         yield ready
 
@@ -390,3 +402,80 @@ def test_task_samples_show_the_minimal_paths_own_screens(
         assert red_share(sample["images"][-1]) == 0, sample["episode_id"]
     explore_notes = [e["stop_note"] for e in read(out_explore, "episodes")]
     assert all(explore_notes), explore_notes
+
+
+class Sockets:
+    """An aiohttp server on its own loop: `/` a page that sends "hello" over a WebSocket on
+    load and shows the answer; `/ws` counts connections and messages."""
+
+    def __init__(self) -> None:
+        self.connections = 0
+        self.messages = 0
+        self.loop = asyncio.new_event_loop()
+        self.port = 0
+        ready = threading.Event()
+        threading.Thread(target=self._serve, args=(ready,), daemon=True).start()
+        ready.wait(10)
+
+    def _serve(self, ready: threading.Event) -> None:
+        asyncio.set_event_loop(self.loop)
+        app = web.Application()
+        app.router.add_get("/", self._page)
+        app.router.add_get("/ws", self._socket)
+        self.runner = web.AppRunner(app)
+        self.loop.run_until_complete(self.runner.setup())
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        self.loop.run_until_complete(site.start())
+        self.port = site._server.sockets[0].getsockname()[1]
+        ready.set()
+        self.loop.run_forever()
+
+    async def _page(self, request: web.Request) -> web.Response:
+        page = f"""<!doctype html><title>socket</title>{STYLE}
+<p id="said" style="position:absolute;left:20px;top:100px">waiting</p>
+<button style="left:20px;top:20px" onclick="document.body.dataset.solved='yes'">Solve</button>
+<script>const ws = new WebSocket('ws://' + location.host + '/ws');
+ws.onopen = () => ws.send('hello');
+ws.onmessage = (m) => {{ document.getElementById('said').textContent = m.data; }};</script>"""
+        return web.Response(text=page, content_type="text/html")
+
+    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+        socket = web.WebSocketResponse()
+        await socket.prepare(request)
+        self.connections += 1
+        async for message in socket:
+            if message.type == WSMsgType.TEXT:
+                self.messages += 1
+                await socket.send_str(f"heard {message.data}")
+        return socket
+
+    def close(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+def test_replays_never_open_a_websocket_to_the_site(
+    plugin: ReadyPlugin, sockets: Sockets, tmp_path: Path
+) -> None:
+    where = f"127.0.0.1:{sockets.port}"
+    task = TaskSpec(
+        id="socket",
+        start_url=f"http://{where}/",
+        instruction="Press Solve.",
+        check=SuccessCheck(js="document.body.dataset.solved === 'yes'"),
+        actions=(Click(x=100, y=150), Click(x=100, y=40)),
+    )
+    config = make_config(
+        tmp_path,
+        policy={"type": "scripted"},
+        browser={"allow": [where]},
+        annotation={"grounding": False},
+    )
+    out = tmp_path / "out"
+    ctx = ShardContext(config=config, run_id="r", host=plugin.host, storage=LocalStorage(out))
+    plugin.run(asyncio.wait_for(run_shard(3, [task], ctx), 120))
+
+    (episode,) = read(out, "episodes")
+    assert episode["verification"] == "minimal" and episode["verify_replays"] >= 2
+    assert sockets.connections == 1 and sockets.messages == 1  # the episode's alone
+    assert episode["verify_aborted"] == [f"WS {where} {episode['verify_replays']}"]
