@@ -183,7 +183,10 @@ class Replayer:
     def _diverged(self, router: ReplayRouter) -> bool:
         if router.diverged is None:
             return False
-        why = f"a replay sent {router.diverged}, a request the episode never made at that point"
+        why = (
+            f"a replay sent {router.diverged}: the episode never made that request with the "
+            "site's cookies as they were (refused, never sent)"
+        )
         if why not in self.divergences:
             self.divergences.append(why)
         return True

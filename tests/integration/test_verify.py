@@ -2,8 +2,9 @@
 
 The pages are served by this module's own server (not the bundled sites, not the shared test
 pages): one where one click solves the task among unrelated clicks and typing, one that needs
-two steps, one whose server deals a new problem on every load (a success no replay can
-reproduce), and one whose check passes before any action. What the replays found is judged by
+two steps, one whose server deals a new problem on every load (replays, answered from the
+episode's recorded traffic, meet the episode's problem and never load it), and one whose check
+passes before any action. What the replays found is judged by
 what the page's server saw and by a second, independent replay of the needed steps alone.
 """
 
