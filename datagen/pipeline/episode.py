@@ -293,8 +293,9 @@ class Episode:
         if row.note is None and decision.note:  # the policy's own note (explore's why)
             row = row.model_copy(update={"note": decision.note})
         out.steps.append(row)
-        hit = decision.target  # what a replay's click must land on too; typing's field
-        if hit is None and isinstance(decision.action, Click):
+        # what a replay's click must land on too (found as the replay finds it); typing's field
+        hit = decision.target
+        if isinstance(decision.action, Click):
             hit = element_at(obs, decision.action.x, decision.action.y)
         if hit is not None:
             out.hits[index] = (hit.role, hit.name)
