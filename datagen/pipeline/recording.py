@@ -37,8 +37,8 @@ import base64
 import contextlib
 import json
 import logging
-import shutil
 import tempfile
+import uuid
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -293,12 +293,13 @@ def verifiable(task: TaskSpec, config: PipelineConfig) -> bool:
 
 
 def recording_path() -> Path:
-    """Where an episode's traffic is recorded: a folder of its own (removed with it)."""
-    return Path(tempfile.mkdtemp(prefix="datagen-episode-")) / "traffic.har"
+    """Where an episode's traffic is recorded: a file of its own in the temporary folder, that
+    Playwright writes when the context closes (a process killed before that leaves nothing)."""
+    return Path(tempfile.gettempdir()) / f"datagen-episode-{uuid.uuid4().hex}.har"
 
 
 def discard_recording(out: EpisodeOutcome) -> None:
     """Remove an episode's recorded traffic (once verified, or when there is nothing to)."""
     if out.recording is not None:
-        shutil.rmtree(out.recording.parent, ignore_errors=True)
+        out.recording.unlink(missing_ok=True)
         out.recording = None
