@@ -134,8 +134,8 @@ class JudgingHost(BrowserHost):
         self._judging = False
 
     @asynccontextmanager
-    async def session(self) -> AsyncIterator[Session]:
-        async with super().session() as session:
+    async def session(self, record: Path | None = None) -> AsyncIterator[Session]:
+        async with super().session(record) as session:
             self._instrument(session)
             yield session
 

@@ -8,6 +8,8 @@ CPU a step split by Chromium process type.
     ours-no-guard      no URL guard, no egress proxy
     ours-pw-shot       Playwright's `page.screenshot` instead of the CDP capture
     ours-no-listeners  the session's request and egress-proxy event listeners removed
+    ours-record        + the episode's traffic recorded (HAR, by Playwright's driver): what an
+                       episode a replay may verify pays (annotation.verify, a task with a check)
     bare               the bare Playwright loop
 
 A variant is a measurement, not a mode to run in: each drops something the pipeline needs (the
@@ -23,7 +25,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import sys
+import tempfile
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -97,6 +101,7 @@ VARIANTS: dict[str, tuple[Callable[[Session], None] | None, bool]] = {
     "no-guard": (None, True),
     "pw-shot": (_pw_shot, False),
     "no-listeners": (_no_listeners, False),
+    "record": (None, False),  # not a part dropped: one added (VariantSide records)
 }
 
 
@@ -112,11 +117,17 @@ class VariantSide(OursSide):
         opened = self.host.session
 
         @asynccontextmanager
-        async def session() -> AsyncIterator[Session]:
-            async with opened() as s:
-                if change is not None:
-                    change(s)
-                yield s
+        async def session(record: Path | None = None) -> AsyncIterator[Session]:
+            if variant == "record":
+                record = Path(tempfile.mkdtemp(prefix="bench-har-")) / "traffic.har"
+            try:
+                async with opened(record) as s:
+                    if change is not None:
+                        change(s)
+                    yield s
+            finally:
+                if variant == "record" and record is not None:
+                    shutil.rmtree(record.parent, ignore_errors=True)
 
         self.host.session = session  # type: ignore[method-assign]
 

@@ -17,7 +17,10 @@ __version__ = "0.1.0"
 # verify_replays, verify_ms); reject stage verify, reasons not_reproduced and
 # check_passes_at_start; steps.settle_timed_out, grounding.name_source; episodes.consent_action,
 # reasons bot_wall and straggler (added columns only)
-SCHEMA_VERSION = "1.3"
+# 1.4: steps.path_screenshot and path_action_description (the minimal path, observed); the
+# episodes' stop_note, verify_note, verify_network and verify_aborted; status failed_task
+# (added columns only)
+SCHEMA_VERSION = "1.4"
 
 
 def read_committed(

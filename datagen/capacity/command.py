@@ -78,3 +78,26 @@ def run_plan(
         cores_per_worker=options.cores_per_worker, gpu_hour_usd=options.gpu_hour_usd,
     )  # fmt: skip
     show_capacity(console, cap, config, title, source)
+    console.print(verification_effect(config), markup=False, highlight=False, soft_wrap=True)
+
+
+def verification_effect(config: PipelineConfig) -> str:
+    """What replay verification does to the target sites (annotation.verify), in one line."""
+    verify = config.annotation.verify
+    if verify is None:
+        return (
+            "verification: off (annotation.verify null): no replays; no sample carries a "
+            "task's instruction"
+        )
+    line = (
+        f"verification: each solved episode is replayed (at most {verify.max_replays} times, "
+        f"inside run.episode_timeout_s {config.run.episode_timeout_s:g}s with the episode) on "
+        "fresh contexts answered from the episode's own recorded traffic: the target site gets "
+        "only GETs the episode never made, never a form post or other state-changing request"
+    )
+    if verify.live:
+        line += (
+            f"; live hosts (annotation.verify.live: {', '.join(verify.live)}) get every request "
+            "of every replay, posts and orders included"
+        )
+    return line

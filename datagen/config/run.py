@@ -188,7 +188,9 @@ class RunConfig(Section):
         300.0,
         gt=0,
         le=86_400,
-        description="an episode still running after this becomes a timeout_episode reject",
+        description="an episode still running after this becomes a timeout_episode reject; "
+        "its replay verification (annotation.verify) shares the same budget: what the "
+        "episode left of it, the verification cut short there (reduced or not_reproduced)",
         json_schema_extra=NEUTRAL,
     )
     straggler_s: float | None = Field(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from datagen.config.base import NEUTRAL, Section
 from datagen.config.policy import RoleConfig
@@ -78,6 +78,24 @@ class VerifyConfig(Section):
         description="replays per solved episode at most (each: a fresh context, the start URL, "
         "some of its actions, the check); past it, the steps not yet tried stay needed",
     )
+    live: list[str] = Field(
+        default_factory=list,
+        description="hosts (name, or name:port) that replays may reach live, form posts and "
+        "all: only for sites the operator owns, where a repeated order, post or sign-up does "
+        "no harm. Default none: replays are answered from the episode's own recorded traffic, "
+        "GETs it never made go to the network, any other request is refused",
+    )
+
+    @field_validator("live")
+    @classmethod
+    def _hosts_only(cls, value: list[str]) -> list[str]:
+        for host in value:
+            if not host or any(c in host for c in "/?#@ ") or "://" in host:
+                raise ValueError(
+                    f"annotation.verify.live: {host!r} is not a host; fix: give host names "
+                    "or name:port, e.g. shop.example.com or 127.0.0.1:8080 (no scheme, no path)"
+                )
+        return [h.lower() for h in value]
 
 
 class AnnotationConfig(Section):

@@ -13,6 +13,7 @@ Categories, from the episode row (first match):
 - `no_check`: the task has no success check (success is null), so nothing says it failed;
 - `max_steps`: the step budget ran out (status max_steps);
 - `done_without_success`: the policy said done and the check said no (status done);
+- `failed_task`: the task's `fail` check passed: the page said it ended unsuccessfully;
 - `rejected`: no episode row at all: the task or episode became a reject (`reject_reason`
   says which, e.g. navigation_failed, timeout_episode, no_steps).
 """
@@ -32,6 +33,7 @@ CATEGORIES = (
     "no_check",
     "max_steps",
     "done_without_success",
+    "failed_task",
     "rejected",
 )
 

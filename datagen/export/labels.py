@@ -50,10 +50,21 @@ def verified(episode: Row) -> bool:
 
 def task_path(episode: Row, steps: list[Row]) -> list[Row]:
     """The steps that carry the task's instruction: the needed steps of a verified episode,
-    in order; none for any other episode."""
+    in order, as the minimal path showed them (`on_path`); none for any other episode."""
     if not verified(episode):
         return []
-    return [s for s in steps if s.get("needed") is True]
+    return [on_path(s) for s in steps if s.get("needed") is True]
+
+
+def on_path(step: Row) -> Row:
+    """A needed step as its task-labelled sample shows it: the screen and the action's words
+    observed on the replay of the minimal path (`path_screenshot`), so that the sample's
+    screen shows no effect of a step its history leaves out. A step without one (nothing was
+    left out: the episode's own screens are the path's; or output of schema < 1.4) as it is."""
+    if step.get("path_screenshot") is None:
+        return step
+    words = step.get("path_action_description") or step["action_description"]
+    return {**step, "screenshot": step["path_screenshot"], "action_description": words}
 
 
 def standin(step: Row) -> bool:
@@ -99,14 +110,15 @@ def plan(
     relabelled = None
     if options.instruction == "relabeled":
         relabelled = accepted_relabel(episode, options.allow_standin)
-    path = {s["step_index"] for s in task_path(episode, steps)}
+    path = {s["step_index"]: s for s in task_path(episode, steps)}
     out: list[Labelled] = []
     for i, step in enumerate(steps):
         if relabelled is not None:
             labelled = Labelled(step, relabelled, "relabel", tuple(steps[:i]))
         elif options.instruction != "step" and step["step_index"] in path:
-            earlier = tuple(s for s in steps[:i] if s["step_index"] in path)
-            labelled = Labelled(step, str(episode["instruction"]), "task", earlier)
+            earlier = tuple(path[s["step_index"]] for s in steps[:i] if s["step_index"] in path)
+            shown = path[step["step_index"]]
+            labelled = Labelled(shown, str(episode["instruction"]), "task", earlier)
         else:
             labelled = Labelled(
                 step, step["action_description"], step_source(step), tuple(steps[:i])

@@ -114,6 +114,15 @@ def show_summary(console: Console, err_console: Console, summary: RunSummary, ta
         )
     for line in run_measures(manifest):  # the model's roles measured, from the output
         console.print(line, highlight=False, markup=False)
+    results = summary.results
+    line = verification_line(
+        sum(r.session_s for r in results),
+        sum(r.verify_s for r in results),
+        sum(r.replays for r in results),
+        {k: n for r in results for k, n in r.replay_network.items()},
+    )
+    if line:
+        console.print(plain(line), markup=False, highlight=False)
     show_shards(console, summary)
     show_limits(console, summary)
     show_workers(console, err_console, summary)
@@ -215,3 +224,18 @@ def show_top_rejects(err_console: Console, manifest: Manifest) -> None:
         shown = f" (e.g. {example[:200]})" if example else ""
         line = plain(f"  {reason}: {count}{shown}", newlines=False)
         err_console.print(line, highlight=False, markup=False)
+
+
+def verification_line(
+    session_s: float, verify_s: float, replays: int, network: Mapping[str, int]
+) -> str:
+    """Replay verification's share of the browser sessions' time, its replays and what they
+    sent to the network; "" when nothing was verified."""
+    if not replays or session_s <= 0:
+        return ""
+    sent = ", ".join(f"{k} {n}" for k, n in sorted(network.items())) or "nothing"
+    return (
+        f"verification: {verify_s / session_s:.1%} of session time ({verify_s:.1f} of "
+        f"{session_s:.1f} s), {replays} replays; replays sent to the network: {sent} (the rest "
+        "answered from the episodes' recorded traffic)"
+    )

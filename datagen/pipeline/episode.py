@@ -21,6 +21,7 @@ from typing import TypeVar
 from playwright.async_api import Error as PlaywrightError
 
 from datagen import SCHEMA_VERSION, __version__
+from datagen.annotate.describe import element_at
 from datagen.annotate.relabel import relabel_episode
 from datagen.browser.consent import answer_consent
 from datagen.browser.failures import StepTimedOut, as_hang, run_check, watchdog
@@ -32,6 +33,7 @@ from datagen.pipeline.context import ShardContext
 from datagen.pipeline.course import MAX_RETURNS, Course, led_to
 from datagen.pipeline.failures import EPISODE_FAILURES, WATCHED, failure
 from datagen.pipeline.hosts import open_start
+from datagen.pipeline.recording import discard_recording, recording_path, verifiable
 from datagen.pipeline.rows import (
     EpisodeOutcome,
     annotate,
@@ -43,6 +45,7 @@ from datagen.pipeline.straggler import StepClock, StragglerWatch, Straggling
 from datagen.policy import Policy, Recovering, make_policy
 from datagen.records import (
     Back,
+    Click,
     Decision,
     Done,
     EpisodeRow,
@@ -65,7 +68,12 @@ def digest(*parts: object) -> str:
 
 async def run_episode(task: TaskSpec, repeat: int, ctx: ShardContext) -> EpisodeOutcome:
     """One episode; never raises for a task's own failures."""
-    return await Episode(task, repeat, ctx).run()
+    episode = Episode(task, repeat, ctx)
+    try:
+        return await episode.run()
+    except BaseException:  # the shard fails (its browser died): nothing will verify it
+        discard_recording(episode.out)
+        raise
 
 
 async def relabel(out: EpisodeOutcome, ctx: ShardContext) -> None:
@@ -110,6 +118,7 @@ class Episode:
         self.status, self.answer = "max_steps", ""
         self.success: bool | None = None
         self.consent: str | None = None  # the consent dialog answered (browser.consent)
+        self.stop_note: str | None = None  # why it stopped (EpisodeRow.stop_note)
 
     async def run(self) -> EpisodeOutcome:
         """Play the episode within `run.episode_timeout_s`; a failure becomes its one reject."""
@@ -119,8 +128,11 @@ class Episode:
         self.watch = StragglerWatch(
             clock, ctx.config.run.straggler_s, ctx.config.run.straggler_factor
         )
+        # A task that may be verified records its traffic: replays are answered from it
+        record = recording_path() if verifiable(task, ctx.config) else None
+        out.recording = record
         try:
-            async with limit, ctx.host.session() as session, self.watch.watching():
+            async with limit, ctx.host.session(record) as session, self.watch.watching():
                 self.session = session
                 try:
                     await self._play(session)
@@ -141,6 +153,8 @@ class Episode:
         if out.rejects and out.rejects[-1].stage in ("task", "episode"):
             # A failed episode leaves one row: the reason. Its steps and annotations are dropped.
             out.steps, out.grounding, out.episode, out.rejects = [], [], None, out.rejects[-1:]
+        if out.episode is None or out.episode.success is not True:
+            discard_recording(out)  # nothing to verify
         return out
 
     async def _play(self, session: Session) -> None:
@@ -215,12 +229,14 @@ class Episode:
             dialogs=session.events.dialogs,
             popups=session.events.popups,
             consent_action=self.consent,
+            stop_note=self.stop_note or ("left scope" if self.status == "left_scope" else None),
         )
 
     async def _steps(self, session: Session) -> bool:
         """Steps until done, the budget or leaving the scope for good; False if rejected."""
         budget = self.ctx.config.run.max_steps  # the run caps every episode; a task may ask less
-        for index in range(min(self.task.max_steps or budget, budget)):
+        steps = min(self.task.max_steps or budget, budget)
+        for index in range(steps):
             ended = await self._step(session, index)
             if ended is None:
                 return False
@@ -228,6 +244,7 @@ class Episode:
                 self.status = ended
                 return True
         self.status = "max_steps"
+        self.stop_note = f"max_steps: {steps} steps taken (run.max_steps, the task's max_steps)"
         return True
 
     async def _bounded(self, awaitable: Awaitable[T], what: str) -> T:
@@ -259,6 +276,8 @@ class Episode:
             out.reject("task", RejectReason.CHECK_PASSES_AT_START, detail)
             return None
         self.success = success
+        if not success and await self._failed(session, index):
+            return "failed_task"  # the task ended unsuccessfully here: no step on this page
         if success:
             decision = Decision(action=Done(), note="check passed")
         else:
@@ -270,7 +289,16 @@ class Episode:
         began = time.perf_counter()
         error = await self._act(session, decision, index)
         act_ms = (time.perf_counter() - began) * 1000
-        out.steps.append(step_row(out, self.provenance, index, obs, decision, error, act_ms))
+        row = step_row(out, self.provenance, index, obs, decision, error, act_ms)
+        if row.note is None and decision.note:  # the policy's own note (explore's why)
+            row = row.model_copy(update={"note": decision.note})
+        out.steps.append(row)
+        # what a replay's click must land on too (found as the replay finds it); typing's field
+        hit = decision.target
+        if isinstance(decision.action, Click):
+            hit = element_at(obs, decision.action.x, decision.action.y)
+        if hit is not None:
+            out.hits[index] = (hit.role, hit.name)
         self.watch.step_ended()
         course.last, course.success = obs, success
         ctx.meter.add("steps")
@@ -278,8 +306,19 @@ class Episode:
             await annotate(obs, index, out, ctx.config, ctx.engines)
         if isinstance(decision.action, Done):
             self.answer = decision.action.answer
+            self.stop_note = decision.note or None
             return "solved" if success else "done"
         return ""
+
+    async def _failed(self, session: Session, index: int) -> bool:
+        """Has the task ended unsuccessfully (its `fail` check passes on the page)?"""
+        if self.task.fail is None:
+            return False
+        check = run_check(session, self.task.fail, self.task.id, first=index == 0)
+        if await self._bounded(check, f"the fail check (step {index})"):
+            self.stop_note = f"fail check passed before step {index}"
+            return True
+        return False
 
     async def _act(self, session: Session, decision: Decision, index: int) -> str | None:
         """Take the decided action; its error (None: it went through)."""

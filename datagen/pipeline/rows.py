@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from datagen.annotate import grounding_rows
@@ -54,6 +55,11 @@ class EpisodeOutcome:
     grounding: list[GroundingRow] = field(default_factory=list)
     rejects: list[RejectRow] = field(default_factory=list)
     episode: EpisodeRow | None = None
+    # for replay verification (verify.py), never written: the episode's recorded traffic
+    # (Playwright's HAR, written when its context closed) and, by step index, the element
+    # (role, name) each click landed on
+    recording: Path | None = None
+    hits: dict[int, tuple[str, str]] = field(default_factory=dict)
 
     def reject(self, stage: str, reason: RejectReason, detail: str, **where: int) -> None:
         self.rejects.append(

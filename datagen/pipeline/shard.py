@@ -22,7 +22,7 @@ from datagen.pipeline.hosts import HostTurn, LocalHosts
 from datagen.pipeline.pool import EpisodePool
 from datagen.pipeline.rows import EpisodeOutcome
 from datagen.pipeline.verify import verify
-from datagen.records import ShardResult, TaskSpec
+from datagen.records import EpisodeRow, ShardResult, TaskSpec
 from datagen.sink.writer import write_shard
 
 
@@ -87,6 +87,7 @@ async def run_shard(shard: int, tasks: list[TaskSpec], ctx: ShardContext) -> Sha
         browser_memory_mb=round(ctx.host.memory_mb(max_age_s=0), 1),
         browser_episodes=ctx.host.episodes,
         tasks_with_episodes=len({e.task_id for e in tables["episodes"]}),
+        **verification_figures(tables["episodes"]),
     )
     await asyncio.to_thread(write_shard, ctx.storage, shard, tables, result)
     return result
@@ -107,3 +108,19 @@ def _report(shard: int, outcome: EpisodeOutcome, ctx: ShardContext) -> None:
             "rejects": dict(Counter(r.reason for r in outcome.rejects)),
         }
     )
+
+
+def verification_figures(episodes: list[EpisodeRow]) -> dict[str, Any]:
+    """ShardResult's session_s, verify_s, replays and replay_network, from the episode rows."""
+    verify_s = sum((e.verify_ms or 0.0) for e in episodes) / 1000
+    network: Counter[str] = Counter()
+    for e in episodes:
+        for line in e.verify_network:
+            key, _, n = line.rpartition(" ")
+            network[key] += int(n) if n.isdigit() else 1
+    return {
+        "session_s": round(sum(e.duration_s for e in episodes) + verify_s, 3),
+        "verify_s": round(verify_s, 3),
+        "replays": sum((e.verify_replays or 0) for e in episodes),
+        "replay_network": dict(network),
+    }

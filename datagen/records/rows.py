@@ -157,6 +157,15 @@ class StepRow(Provenance, RowBase):
     completion_tokens: int | None = None
     engine_latency_ms: float | None = None
     engine_attempts: int | None = None
+    path_screenshot: ImageData | None = Field(
+        None,
+        description="a needed step of a verified episode: the screen before its action on a "
+        "replay of the needed steps alone (the minimal path, observed); task-labelled samples "
+        "show it, so their history and screen agree. null: not a needed step",
+    )
+    path_action_description: str | None = Field(
+        None, description="the action in words on that screen (as action_description)"
+    )
     needed: bool | None = Field(
         None,
         description="verified by replay on a fresh context (annotation.verify): true: the "
@@ -179,7 +188,14 @@ class EpisodeRow(Provenance, RowBase):
     status: str = Field(
         description="solved | done | max_steps | left_scope (its actions kept leaving the "
         "episode's scope: it ends on its last page in scope) | not_reproduced (its check "
-        "passed, but a replay of its steps did not pass it again: no label carries its task)"
+        "passed, but a replay of its steps did not pass it again: no label carries its task) "
+        "| failed_task (the task's fail check passed: it ended unsuccessfully there)"
+    )
+    stop_note: str | None = Field(
+        None,
+        description="why the episode stopped: the note of the policy's last decision (explore: "
+        "'check passed', 'nothing new: …'; scripted: 'scripted'), or max_steps, fail check "
+        "passed, left scope",
     )
     answer: str
     seed: int = Field(description="the policy's seed: from run.seed, the task and sample_index")
@@ -245,6 +261,23 @@ class EpisodeRow(Provenance, RowBase):
     )
     verify_replays: int | None = Field(None, description="replays the verification took")
     verify_ms: float | None = Field(None, description="wall time of those replays")
+    verify_note: str | None = Field(
+        None,
+        description="why verification is reduced or not_reproduced: the time budget ran out "
+        "(run.episode_timeout_s holds the episode and its replays), a replay diverged (a "
+        "click on another element, a state-changing request the episode never made), …",
+    )
+    verify_network: list[str] = Field(
+        default_factory=list,
+        description="what the replays sent to the network, 'METHOD host count' (GETs the "
+        "episode never made; any method to a host in annotation.verify.live); the rest was "
+        "answered from the episode's own recorded traffic",
+    )
+    verify_aborted: list[str] = Field(
+        default_factory=list,
+        description="state-changing requests of replays that were refused, 'METHOD host "
+        "count' (the episode never made them, or not in that order): never sent",
+    )
 
 
 class GroundingRow(RowBase):

@@ -6,7 +6,9 @@ markers of the shards a run skips ─► Resumed ─► runtime driver (run summ
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Any
+
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from datagen.records.base import Frozen
 
@@ -37,6 +39,28 @@ class ShardResult(Frozen):
     )
     browser_episodes: int = Field(0, description="episodes this browser has run since it started")
     tasks_with_episodes: int = Field(0, description="tasks of the shard with at least one episode")
+    session_s: float = Field(
+        0.0, description="browser session time of its episodes: their own and their replays'"
+    )
+    verify_s: float = Field(
+        0.0, description="of it, replay verification's (annotation.verify): the replays' time"
+    )
+    replays: int = Field(0, description="replays made to verify its solved episodes")
+    replay_network: dict[str, int] = Field(
+        default_factory=dict,
+        description="what those replays sent to the network, by 'METHOD host' (the rest was "
+        "answered from the episodes' recorded traffic)",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_unverified(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Left out while zero: a marker of a shard that verified nothing reads and writes back
+        # byte for byte as earlier versions wrote it.
+        data: dict[str, Any] = handler(self)
+        for key in ("session_s", "verify_s", "replays", "replay_network"):
+            if not data.get(key):
+                data.pop(key, None)
+        return data
 
 
 class Resumed(Frozen):

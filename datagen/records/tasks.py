@@ -32,6 +32,12 @@ class TaskSpec(Frozen):
     start_url: str
     instruction: str
     check: SuccessCheck | None = None
+    fail: SuccessCheck | None = Field(
+        None,
+        description="how to tell that the task has ended unsuccessfully (same shape as check: "
+        "every given key must pass): a wrong answer's page, a 'Start again' cover. Once it "
+        "passes, the episode ends (status failed_task) and no later step is recorded",
+    )
     max_steps: int | None = Field(None, ge=1, le=500)
     source: str = Field("", description="reader that produced it: native, webvoyager, urls, sites")
     site: str = ""
@@ -45,8 +51,11 @@ class TaskSpec(Frozen):
     @model_serializer(mode="wrap")
     def _omit_empty_reference(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # Left out when empty: the run id hashes every task's dump, and task lists that
-        # have no reference must keep the run ids they had before the field existed.
+        # have no reference (or no fail check) must keep the run ids they had before the
+        # field existed.
         data: dict[str, Any] = handler(self)
         if not self.reference:
             data.pop("reference", None)
+        if self.fail is None:
+            data.pop("fail", None)
         return data

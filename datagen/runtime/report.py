@@ -30,10 +30,12 @@ from bokeh.resources import INLINE
 from datagen.browser.admission import BINDINGS
 from datagen.engine.health import FIGURE, health_html, raised_anywhere
 from datagen.observe.roles import run_measures
+from datagen.observe.summary import verification_line
 from datagen.runtime.hosts import HOST_COLUMNS
 from datagen.runtime.metrics import METRIC
 from datagen.sink.hosts import read_hosts
 from datagen.sink.models import Manifest
+from datagen.sink.read import iter_committed
 from datagen.sink.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -153,6 +155,7 @@ def write_report(
     seconds: float,
 ) -> str:
     """Render the report into the output; returns its key."""
+    verification = verification_figures(storage)  # replays' share of session time
     rows = {name: info.rows for name, info in manifest.tables.items()}
     tasks, dropped = manifest.tasks, manifest.steps_dropped
     head = Div(
@@ -172,6 +175,7 @@ def write_report(
             "waited for an engine slot; cpu: the session limit, lowered while the browsers "
             "starved; memory: the browser's memory limit; sessions: sessions_per_worker; "
             "tasks: no more work to start).</p>"
+            + (f"<p>{escape(verification)}</p>" if verification else "")
         ),
         sizing_mode="stretch_width",
     )
@@ -267,3 +271,25 @@ def step_latencies(dataset: Any, limit: int = 500_000) -> dict[str, np.ndarray]:
         if len(values):
             out[name] = values
     return out
+
+
+def verification_figures(storage: Storage) -> str:
+    """The report's verification line, from the committed episodes ("" when it cannot say:
+    none verified, or an output of schema < 1.4 without the columns)."""
+    columns = ["duration_s", "verify_ms", "verify_replays", "verify_network"]
+    try:
+        table = [
+            r for _, part in iter_committed(storage, "episodes", columns) for r in part.to_pylist()
+        ]
+    except Exception:
+        log.info("no verification figures for the report", exc_info=True)
+        return ""
+    verify_s = sum((r["verify_ms"] or 0.0) for r in table) / 1000
+    network: dict[str, int] = {}
+    for r in table:
+        for line in r["verify_network"] or []:
+            key, _, n = line.rpartition(" ")
+            network[key] = network.get(key, 0) + (int(n) if n.isdigit() else 1)
+    session_s = sum(r["duration_s"] for r in table) + verify_s
+    replays = sum((r["verify_replays"] or 0) for r in table)
+    return verification_line(session_s, verify_s, replays, network)

@@ -328,7 +328,8 @@ def test_pairs_are_a_needed_step_against_a_failed_episode_s_other_action(made: M
         if pair["same_state"] == "start":
             assert good["step_index"] == bad["step_index"] == 0
         else:
-            assert good["screenshot"]["bytes"] == bad["screenshot"]["bytes"]
+            shown = good["path_screenshot"] or good["screenshot"]  # the minimal path's screen
+            assert shown["bytes"] == bad["screenshot"]["bytes"]
         assert pair["chosen_action"] != pair["rejected_action"]
         assert [m["role"] for m in pair["prompt"]] == ["system", "user"]
         assert pair["chosen"][0]["content"][0]["text"] == pair["chosen_action"]

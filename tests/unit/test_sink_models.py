@@ -66,7 +66,7 @@ def test_files_of_a_real_run_read_and_write_back_byte_for_byte() -> None:
     assert manifest.to_json() == manifest_raw
     assert manifest.output == ("/tmp/typed-demo", None)
     # the card lists the features of today's schema: all but those added since, as 0.1.0 wrote it
-    added = ADDED_IN_1_2 | ADDED_IN_1_3
+    added = ADDED_IN_1_2 | ADDED_IN_1_3 | ADDED_IN_1_4
     assert _without(dataset_card(manifest), added) == (demo / "README.md").read_text()
 
 
@@ -93,6 +93,14 @@ ADDED_IN_1_3 = {  # schema 1.3: replay verification (added columns only)
     "settle_timed_out",  # steps: the settle gave up at its limit
     "name_source",  # grounding: where the name came from
     "consent_action",  # episodes: the cookie-consent dialog answered before step 0
+}
+ADDED_IN_1_4 = {  # schema 1.4: replays from recorded traffic, the minimal path observed
+    "path_screenshot",
+    "path_action_description",
+    "stop_note",
+    "verify_note",
+    "verify_network",
+    "verify_aborted",
 }
 
 
