@@ -51,7 +51,7 @@ def test_referring_expressions() -> None:
         referring_expression(el(role="switch", name="Dark mode", checked=False))
         == 'the unchecked "Dark mode" toggle'
     )
-    assert referring_expression(el(role="generic")) == ""
+    assert expressions([el(role="generic", tag="div")])[0] == ("", "")  # nothing to name it by
 
 
 def test_grounding_boxes_in_screenshot_pixels_and_normalised() -> None:
@@ -70,7 +70,8 @@ def test_grounding_rules_give_reasons() -> None:
         return problem[0] if problem else None
 
     assert reason(el(name="x", hit=False)) == RejectReason.OCCLUDED
-    assert reason(el(name="")) == RejectReason.NO_REFERRING_EXPRESSION
+    assert reason(el(name="", role="generic", tag="div")) == RejectReason.NO_REFERRING_EXPRESSION
+    assert reason(el(name="")) is None  # an unnamed button: "the button" (issue 34)
     assert (
         reason(el(name="x", box={"x": 1, "y": 1, "width": 1, "height": 30}))
         == RejectReason.BOX_TOO_SMALL
@@ -145,12 +146,10 @@ def test_expression_sources_and_kinds() -> None:
         'the "Company name" text field',
         "nearby",
     )
+    # the HTML name attribute names nothing (older data's field-name source): role and state
     assert one(
         role="textbox", tag="input", name="tax id", name_source="field-name", editable=True
-    ) == (
-        'the text field named "tax id"',
-        "field-name",
-    )
+    ) == ("the empty text field", "role")
     assert one(role="generic", tag="path", name="orange", name_source="appearance") == (
         "the orange graphic",
         "appearance",
@@ -159,8 +158,35 @@ def test_expression_sources_and_kinds() -> None:
         'the "Only my issues" list item',
         "name",
     )
-    # a checkbox with nothing visible to name it is not referable (its value "on" is not a label)
-    assert one(role="checkbox", tag="input", text="", checked=True) == ("", "")
+    # a checkbox with nothing visible to name it: its role and state (its value "on" is not a
+    # label, and it is not dropped: issue 34)
+    assert one(role="checkbox", tag="input", text="", checked=True) == (
+        "the checked checkbox",
+        "role",
+    )
+    # an icon-only control's accessible name stands in for the icon, unquoted (not on screen)
+    assert one(role="button", name="Settings", name_source="aria-label") == (
+        "the settings icon button",
+        "icon",
+    )
+    # unnamed controls that read the same: by place, and how many (`of two`)
+    pair = [
+        el(index=i, selector=f"#c{i}", tag="input", role="checkbox", checked=False, box=box)
+        for i, box in enumerate(
+            [
+                {"x": 10, "y": 10, "width": 13, "height": 13},
+                {"x": 40, "y": 10, "width": 13, "height": 13},
+            ]
+        )
+    ]
+    assert expressions(pair) == {
+        0: ("the first of two unchecked checkboxes", "position"),
+        1: ("the second of two unchecked checkboxes", "position"),
+    }
+    assert one(role="combobox", tag="select", text="Alpha") == (
+        'the drop-down showing "Alpha"',
+        "value",
+    )
 
 
 def test_unstable_boxes_are_rejected() -> None:
