@@ -48,6 +48,19 @@ KIND_BY_SOURCE = {
 # An icon-only control's accessible name (not shown on the screen): it stands in for the icon,
 # said as the icon's word (`the settings icon button`), never quoted as if it were written there.
 UNSHOWN_NAMES = {"aria-label", "alt", "title"}
+ICON_WORDS = 3  # an accessible name longer than this is a sentence, not what an icon shows
+
+
+def icon_word(name: str) -> str:
+    """An icon-only control's accessible name said as its icon (`Settings` → `settings`);
+    "" for one that is no icon's word (longer than ICON_WORDS words, or quoting something:
+    `Delete "Buy milk"` says which row, which the text beside it says on the screen)."""
+    words = name.lower().split()
+    if len(words) > ICON_WORDS or any(c in name for c in "\"'“”«»:"):
+        return ""
+    return " ".join(words)
+
+
 # What an unnamed control that draws an icon is called.
 ICON_NOUNS = {"button": "icon button", "link": "icon link"}
 # A relational expression says where the element is from its anchor text: the anchor lies to
@@ -180,10 +193,16 @@ def base_expression(element: Element, nouns: dict[str, str] = ROLE_NOUNS) -> Exp
     anchor, side = element.anchor, element.anchor_side
     if element.name and source == "appearance":  # an unnamed shape, by its colour
         return Expression(what, colour=element.name, kind="appearance")
-    if element.name and (source == "icon" or source in UNSHOWN_NAMES):
-        word = " ".join(element.name.lower().split())
-        return Expression(what, icon=word, state=state, kind="icon", anchor=anchor, side=side)
-    if element.name and source != "field-name":
+    if element.name and source == "icon":
+        return Expression(
+            what, icon=element.name, state=state, kind="icon", anchor=anchor, side=side
+        )
+    if element.name and source in UNSHOWN_NAMES:
+        word = icon_word(element.name)
+        if word:
+            return Expression(what, icon=word, state=state, kind="icon", anchor=anchor, side=side)
+        what = ICON_NOUNS.get(what, what)  # a sentence of a name: the icon placed, not named
+    if element.name and source != "field-name" and source not in UNSHOWN_NAMES:
         kind = KIND_BY_SOURCE.get(source, "name")
         return Expression(
             what, label=element.name, state=state, kind=kind, anchor=anchor, side=side

@@ -9,10 +9,11 @@ before anything else (below). Every action it takes has its DOM target recorded,
 ground truth.
 
 It finishes what it starts: after typing into a field, the natural next actions come first:
-Enter in the field, or a visible completing button beside it (`Add`, `Save`, `Search`, a
-submit input; in the field's row to its right, or just below it), in a seeded order
-(`submit_probability`: Enter first), one a step, until the field no longer holds the typed
-text (the app took it), the page changed address, or each was tried. So an episode never ends on
+Enter in the field (only right after the typing, while the field has the focus), or a
+visible completing button beside it (`Add`, `Save`, `Search`, a submit input; in the field's
+row to its right, or just below it); Enter first with `submit_probability` or where there is no
+such button; one a step, until the field no longer holds the typed text (the app took it), the
+page changed address, or each was tried. So an episode never ends on
 `nothing new` while a typed value is unsubmitted. A field clicked without typing (the
 `type_probability` draw) stays untried in that page state once, so an episode whose only
 field drew "no" gets a second draw instead of stopping.
@@ -219,12 +220,16 @@ class Explorer:
             for e in _completers(obs, current, scope)
             if e.selector not in typed.tried and e.selector not in self.led_away
         ]
-        ways = ([] if "Enter" in typed.tried or current is None else ["Enter"]) + buttons
-        if not ways:
+        # Enter only right after the typing, while the field still has the focus (a key goes
+        # to the focused element: after a button's click it would press the button again)
+        enter = [] if typed.tried or current is None else ["Enter"]
+        if not enter and not buttons:
             self.typed = None
             return None
-        enter_first = self.rng.random() < self.config.submit_probability
-        way = ways[0] if enter_first or len(ways) == 1 else self.rng.choice(ways[1:])
+        if enter and (not buttons or self.rng.random() < self.config.submit_probability):
+            way = "Enter"
+        else:
+            way = buttons[0] if len(buttons) == 1 else self.rng.choice(buttons[:2])
         typed.tried.add(way)
         if way == "Enter":
             self.last = current

@@ -45,4 +45,6 @@ def test_explore_adds_the_item_on_an_enter_only_list(
             if i + 1 < len(outcome.steps):
                 assert outcome.steps[i + 1].action_description.startswith("Press Enter in"), said
         added += any(t != "List (0)" for t in titles[1:])
+        # the field is said as it shows itself (its placeholder), never by its aria-label
+        assert not [d for d in said if "New Todo Input" in d], said
     assert added >= EPISODES - 1, f"{added} of {EPISODES} episodes added the item"

@@ -194,3 +194,18 @@ def test_unstable_boxes_are_rejected() -> None:
     problem = check_grounding(row, ValidationConfig(), stable=False)
     assert problem is not None and problem[0] == RejectReason.UNSTABLE_BOX
     assert row.expression_kind == "name"
+
+
+def test_a_sentence_of_an_accessible_name_places_the_icon_instead_of_naming_it() -> None:
+    """Issue 34: `Delete "Buy milk"` on an icon-only button is no icon's word: it is said by
+    the text beside it on the screen, and the name stays in its own column."""
+    row = el(
+        name='Delete "Buy milk"',
+        name_source="aria-label",
+        accessible_name='Delete "Buy milk"',
+        anchor="Buy milk",
+        anchor_side="left",
+    )
+    assert expressions([row])[0] == ('the icon button right of "Buy milk"', "relation")
+    (grounded,) = rows_for([row], limit=1)
+    assert grounded.accessible_name == 'Delete "Buy milk"'
