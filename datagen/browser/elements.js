@@ -296,10 +296,11 @@
     if (shows) return [own, 'content', null];
     // An icon-only control is told apart by the row text beside it too: `the "×" button
     // right of "Buy milk"`, or where it has no icon word, `the button right of "Buy milk"`.
+    // A glyph drawn as text (`×`, `_`, `☰`) is an icon: its aria-label may say what it shows.
     const near = rowText(el, ['left', 'right']);
-    if (own) return [own, 'content', near];  // a glyph in the text (`×`, `+`, `☰`)
     const aria = clean(el.getAttribute('aria-label'));
     if (aria) return [aria, 'aria-label', near];
+    if (own) return [own, 'content', near];  // a glyph in the text (`×`, `+`, `☰`)
     if ((tag === 'img' || (tag === 'input' && el.type === 'image')) && clean(el.alt)) {
       return [clean(el.alt), 'alt', near];
     }
