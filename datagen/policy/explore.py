@@ -2,7 +2,8 @@
 
     Observation ─► Explorer.decide() ─► Decision(click/type/key/scroll/back/goto, target)
 
-It prefers elements never acted on, then ones new in the current page state; it clicks at the
+It prefers elements never acted on, then ones new in the current page state (a text field not
+typed into yet, not a search box, weighs FIELD_WEIGHT times as much in the draw); it clicks at the
 centre of their visible box (only elements whose centre hit-tests to them, so the click reaches
 them), types plausible values into fields it has just focused, and completes what it typed
 before anything else (below). Every action it takes has its DOM target recorded, so the data has
@@ -15,8 +16,8 @@ row to its right, or just below it); Enter first with `submit_probability` or wh
 such button; one a step, until the field no longer holds the typed text (the app took it), the
 page changed address, or each was tried. So an episode never ends on
 `nothing new` while a typed value is unsubmitted. A field clicked without typing (the
-`type_probability` draw) stays untried in that page state once, so an episode whose only
-field drew "no" gets a second draw instead of stopping.
+`type_probability` draw) counts as never acted on once more, so it gets a second draw soon
+(and an episode whose only field drew "no" does not stop there).
 
 It does not repeat itself: it never types a value into a field that already holds it (the
 field's current value is the element's `text`, read by the element scan: `el.value` of a text
@@ -91,6 +92,7 @@ COMPLETING = re.compile(
     r"sign in|log in|login|continue|next|reply|comment|subscribe|confirm|\+)\b",
     re.IGNORECASE,
 )
+FIELD_WEIGHT = 4  # a field not typed into yet, against 1 for any other element (`_pick`)
 NEAR_RIGHT_PX = 480  # how far right of a field, on its row, a completing button may be
 NEAR_BELOW_PX = 160  # how far below a field's bottom edge (a form's submit row)
 
@@ -125,6 +127,7 @@ class Explorer:
         self.empty: set[str] = set()  # page states where nothing was in view to act on
         self.typed: Typed | None = None  # a typed value not yet completed
         self.passed: set[tuple[str, str]] = set()  # (state, field) clicked without typing once
+        self.typed_into: set[str] = set()  # fields typed into
 
     def strayed(self, reason: str, url: str) -> None:
         """The pipeline says: the last action led off the scope (it brought the page back)."""
@@ -149,6 +152,7 @@ class Explorer:
             if not (isinstance(action, TypeText) and _holds(current, action.text)):
                 if isinstance(action, TypeText) and target is not None:
                     self.typed = Typed(target.selector, action.text, obs.url)
+                    self.typed_into.add(target.selector)
                 return Decision(action=action, target=current, note="follow-up")
             self.pending = []  # it holds the text already (filled in meanwhile): nor submit it
         completing = self._complete(obs, scope)
@@ -168,19 +172,33 @@ class Explorer:
         fresh = [e for e in choices if (state, e.selector) not in self.visited]
         if not fresh and self.quiet >= QUIET_STEPS:
             return self._stop(f"each of the {len(choices)} elements in view tried in this state")
-        element = self.rng.choice(never or fresh or choices)
+        element = self._pick(never or fresh or choices)
         self.last = element
         self.visited.add((state, element.selector))
         self.clicked.add(element.selector)
         drew_no = self._plan_follow_up(element)
         if drew_no and (state, element.selector) not in self.passed:
-            self.passed.add((state, element.selector))  # a second draw here, not a stop
+            self.passed.add((state, element.selector))  # a second draw soon, not a stop
             self.visited.discard((state, element.selector))
+            self.clicked.discard(element.selector)
         return Decision(
             action=_click(element, obs),
             target=element,
             note="new" if never else ("new-state" if fresh else "revisit"),
         )
+
+    def _pick(self, pool: list[Element]) -> Element:
+        """A random element of the pool; a text field not typed into yet weighs FIELD_WEIGHT
+        times as much (typing there is what brings new content: on a list app, the one field
+        among a dozen rows' controls was otherwise reached too late in a step budget to add
+        anything). Not a search box: a search narrows what is shown rather than adding to it."""
+        weights = [
+            FIELD_WEIGHT
+            if e.editable and e.role != "searchbox" and e.selector not in self.typed_into
+            else 1
+            for e in pool
+        ]
+        return self.rng.choices(pool, weights)[0]
 
     def _plan_follow_up(self, element: Element) -> bool:
         """After focusing a field: type into it (completed by `_complete`); after a select:
