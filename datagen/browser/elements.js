@@ -280,9 +280,6 @@
       // "Alice"`.
       const near = rowText(el, toggle ? ['right', 'left'] : ['left', 'above'], true);
       if (near && toggle && near.side === 'left' && !near.label) return ['', '', near];
-      // a field with a placeholder is read by it (or by what it holds): text beside it that is
-      // no <label> (a header's logo left of its search box) is not its name
-      if (near && !near.label && !toggle && clean(el.getAttribute('placeholder'))) return ['', '', null];
       if (near) return [near.text, near.label ? 'sibling-label' : 'nearby', null];
       const around = rowText(el, toggle ? ['right', 'left', 'above'] : ['left', 'above', 'right'], false, true);
       return ['', '', around];
