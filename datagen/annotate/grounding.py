@@ -208,6 +208,9 @@ def base_expression(element: Element, nouns: dict[str, str] = ROLE_NOUNS) -> Exp
             what, label=element.name, state=state, kind=kind, anchor=anchor, side=side
         )
     filled = element.editable and element.text.strip()
+    if filled and element.input_type == "password":  # drawn as dots: not what it holds
+        dots = Expression(what, state="filled", kind="role", anchor=anchor, side=side)
+        return dots.anchored() or dots
     if filled:  # a filled field: what it holds (its placeholder is not drawn)
         return Expression(what, value=element.text, state=state, kind="value")
     if element.tag == "select" and element.text.strip():  # the option it shows

@@ -285,10 +285,22 @@
       return ['', '', around];
     }
     if (el instanceof SVGElement) {
+      // its drawn text (a <title> or <desc> is a tooltip, not drawn); an aria-label, <title>
+      // or title only as an icon's word (up to three plain words: `Zoom in`, not a chart
+      // bar's `Jan: $120k`), else its colour
+      let drawn = '';
+      const walkText = (n) => {
+        if (n.nodeType === 3) drawn += n.textContent + ' ';
+        else if (!['title', 'desc'].includes((n.tagName || '').toLowerCase())) n.childNodes.forEach(walkText);
+      };
+      walkText(el);
+      if (clean(drawn)) return [clean(drawn), 'content', null];
       const t = el.querySelector('title');
-      if (t && clean(t.textContent)) return [clean(t.textContent), 'alt', null];
-      if (clean(el.textContent)) return [clean(el.textContent), 'content', null];
-      if (clean(el.getAttribute('title'))) return [clean(el.getAttribute('title')), 'title', null];
+      const iconish = (w) => /^[\p{L} ]+$/u.test(w) && w.split(' ').length <= 3;
+      for (const [w, source] of [[clean(el.getAttribute('aria-label')), 'aria-label'],
+        [t ? clean(t.textContent) : '', 'alt'], [clean(el.getAttribute('title')), 'title']]) {
+        if (w && iconish(w)) return [w, source, null];
+      }
       const colour = colourOf(el);
       if (colour) return [colour, 'appearance', null];
       return ['', '', null];

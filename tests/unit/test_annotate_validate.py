@@ -209,3 +209,8 @@ def test_a_sentence_of_an_accessible_name_places_the_icon_instead_of_naming_it()
     assert expressions([row])[0] == ('the icon button right of "Buy milk"', "relation")
     (grounded,) = rows_for([row], limit=1)
     assert grounded.accessible_name == 'Delete "Buy milk"'
+
+
+def test_a_password_field_never_quotes_what_it_holds() -> None:
+    secret = el(role="textbox", tag="input", input_type="password", editable=True, text="Sun!24")
+    assert expressions([secret])[0] == ("the filled text field", "role")
