@@ -2,8 +2,8 @@
 
     Observation ─► Explorer.decide() ─► Decision(click/type/key/scroll/back/goto, target)
 
-It prefers elements never acted on, then ones new in the current page state (a text field not
-typed into yet, not a search box, weighs FIELD_WEIGHT times as much in the draw); it clicks at the
+It prefers elements never acted on, then ones new in the current page state (a page's lone
+text field, not a search box, weighs FIELD_WEIGHT times as much in the draw); it clicks at the
 centre of their visible box (only elements whose centre hit-tests to them, so the click reaches
 them), types plausible values into fields it has just focused, and completes what it typed
 before anything else (below). Every action it takes has its DOM target recorded, so the data has
@@ -92,7 +92,7 @@ COMPLETING = re.compile(
     r"sign in|log in|login|continue|next|reply|comment|subscribe|confirm|\+)\b",
     re.IGNORECASE,
 )
-FIELD_WEIGHT = 4  # a field not typed into yet, against 1 for any other element (`_pick`)
+FIELD_WEIGHT = 4  # a page's lone text field, against 1 for any other element (`_pick`)
 NEAR_RIGHT_PX = 480  # how far right of a field, on its row, a completing button may be
 NEAR_BELOW_PX = 160  # how far below a field's bottom edge (a form's submit row)
 
@@ -128,6 +128,7 @@ class Explorer:
         self.typed: Typed | None = None  # a typed value not yet completed
         self.passed: set[tuple[str, str]] = set()  # (state, field) clicked without typing once
         self.typed_into: set[str] = set()  # fields typed into
+        self.enter_first = False  # the submit_probability draw for the value being typed
 
     def strayed(self, reason: str, url: str) -> None:
         """The pipeline says: the last action led off the scope (it brought the page back)."""
@@ -188,16 +189,19 @@ class Explorer:
         )
 
     def _pick(self, pool: list[Element]) -> Element:
-        """A random element of the pool; a text field not typed into yet weighs FIELD_WEIGHT
-        times as much (typing there is what brings new content: on a list app, the one field
-        among a dozen rows' controls was otherwise reached too late in a step budget to add
-        anything). Not a search box: a search narrows what is shown rather than adding to it."""
-        weights = [
-            FIELD_WEIGHT
-            if e.editable and e.role != "searchbox" and e.selector not in self.typed_into
-            else 1
+        """A random element of the pool. A page's lone text field (the only one in the pool,
+        not typed into yet, not a search box) weighs FIELD_WEIGHT times as much: on a list
+        app it is the page's one way to add something, and among a dozen rows' controls it
+        was otherwise reached too late in a step budget. A form's several fields keep equal
+        weights (the walk's breadth), and a search narrows what is shown, adding nothing."""
+        fields = [
+            e
             for e in pool
+            if e.editable and e.role != "searchbox" and e.selector not in self.typed_into
         ]
+        if len(fields) != 1:
+            return self.rng.choice(pool)
+        weights = [FIELD_WEIGHT if e is fields[0] else 1 for e in pool]
         return self.rng.choices(pool, weights)[0]
 
     def _plan_follow_up(self, element: Element) -> bool:
@@ -214,6 +218,9 @@ class Explorer:
             if text is None:
                 return False  # it holds every value we would type: clicking it was the step
             self.pending = [(TypeText(text=text), element)]
+            # drawn here, before the typing (the walk's draws stay in their order); used once
+            # the value is typed, by `_complete`
+            self.enter_first = self.rng.random() < self.config.submit_probability
             if element.text.strip():  # replace what it holds, as a person would: typed at the
                 # click's caret, the text would land inside it ("Pick up the parceQuarterlyl")
                 self.pending.insert(0, (Key(combo="Control+A"), element))
@@ -244,7 +251,7 @@ class Explorer:
         if not enter and not buttons:
             self.typed = None
             return None
-        if enter and (not buttons or self.rng.random() < self.config.submit_probability):
+        if enter and (not buttons or self.enter_first):
             way = "Enter"
         else:
             way = buttons[0] if len(buttons) == 1 else self.rng.choice(buttons[:2])
