@@ -242,6 +242,7 @@ class StepResult:
     disagreeing_rows: int = 0
     misnamed_rows: int = 0
     outside_rows: int = 0  # rows quoting text from outside their target's control row
+    unshown_rows: int = 0  # rows quoting text the page does not show (oracle.shown_text)
     coordinates: bool = False  # the step's description places its target by coordinates
     coordinates_with_row: bool = False  # … though its target has a grounding row
     loose_rows: int = 0
@@ -262,6 +263,7 @@ class StepResult:
             or self.duplicate_rows
             or self.misnamed_rows
             or self.outside_rows
+            or self.unshown_rows
             or self.coordinates_with_row
             or self.loose_rows
             or any(h < n for h, n in self.recall.values())
@@ -344,6 +346,7 @@ def join(
             result.disagreeing_rows = len(v.disagreeing)
             result.misnamed_rows, result.loose_rows = len(v.misnamed), len(v.loose)
             result.outside_rows = len(v.outside)
+            result.unshown_rows = len(v.unshown)
             result.page_changed, result.judge_ms = v.page_changed, v.judge_ms
             result.report = v.report()
         steps.append(result)
@@ -403,6 +406,7 @@ class Figures:
     dropped: dict[str, int]
     not_steps: int  # observations that did not become steps (final ones included)
     outside_rows: int
+    unshown_rows: int
     coordinate_steps: int  # steps described by coordinates
     coordinate_steps_with_row: int  # … whose target has a grounding row
     rows_differ: int  # steps whose recorded rows are not the rows judged
@@ -442,6 +446,7 @@ class Figures:
             misnamed_rows=sum(s.misnamed_rows for s in judged),
             loose_rows=sum(s.loose_rows for s in judged),
             outside_rows=sum(s.outside_rows for s in judged),
+            unshown_rows=sum(s.unshown_rows for s in judged),
             coordinate_steps=sum(s.coordinates for s in steps),
             coordinate_steps_with_row=sum(s.coordinates_with_row for s in steps),
             error_steps=sum(s.bad_page == "error" for s in steps),
@@ -543,6 +548,7 @@ def print_report(episodes: list[EpisodeResult], verbose: bool) -> dict[str, Any]
     line("observations that became no step (incl. final)", f"{o.not_steps}", "-", None)
     line("rows naming the wrong thing (data-gt-name)", f"{o.misnamed_rows}", "-", None)
     line("rows quoting text from outside their row", f"{o.outside_rows}", "0", o.outside_rows == 0)
+    line("rows quoting text the page does not show", f"{o.unshown_rows}", "0", o.unshown_rows == 0)
     line("steps described by coordinates (target with a row)",
          f"{o.coordinate_steps} ({o.coordinate_steps_with_row})", "(0)",
          o.coordinate_steps_with_row == 0)  # fmt: skip

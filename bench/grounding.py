@@ -136,6 +136,7 @@ class PageResult:
     recall: dict[str, list[int]]  # kind → [found, counted]
     cases: dict[str, list[int]]  # data-gt-case → [found, counted]
     outside_rows: int  # rows quoting text from outside their target's row
+    unshown_rows: int  # rows quoting text the page does not show (oracle.shown_text)
     coordinate_descriptions: int  # target-less clicks at a row's point described by coordinates
     duplicate_rows: int
     disagreeing_rows: int
@@ -184,6 +185,7 @@ async def run_page(
             recall={k: [h, n] for k, (h, n) in verdict.recall().items()},
             cases={k: [h, n] for k, (h, n) in verdict.recall_by_case().items()},
             outside_rows=len(verdict.outside),
+            unshown_rows=len(verdict.unshown),
             coordinate_descriptions=coordinate_descriptions(obs, rows),
             duplicate_rows=verdict.duplicate_rows,
             disagreeing_rows=len(verdict.disagreeing),
@@ -228,6 +230,7 @@ class Summary:
     recall: dict[str, list[float]]  # kind → [found, counted, ratio]
     cases: dict[str, list[float]]  # data-gt-case → [found, counted, ratio]
     outside_rows: int
+    unshown_rows: int
     coordinate_descriptions: int
     duplicate_rate: float
     duplicate_observations: int
@@ -271,6 +274,7 @@ class Summary:
         met |= {"settled": not any(r.early for r in results)}
         met |= {"names": not any(r.misnamed_rows for r in results)}
         met |= {"own row": not any(r.outside_rows for r in results)}
+        met |= {"shown": not any(r.unshown_rows for r in results)}
         met |= {"no coordinates": not any(r.coordinate_descriptions for r in results)}
         met |= {"one line": not any(r.loose_rows for r in results)}
         return cls(
@@ -280,6 +284,7 @@ class Summary:
             recall=recall,
             cases=cases,
             outside_rows=sum(r.outside_rows for r in results),
+            unshown_rows=sum(r.unshown_rows for r in results),
             coordinate_descriptions=sum(r.coordinate_descriptions for r in results),
             duplicate_rate=round(dup_rows / rows, 4) if rows else 0.0,
             duplicate_observations=sum(r.duplicate_rows > 0 for r in results),
@@ -320,6 +325,7 @@ def print_report(results: list[PageResult], summary: Summary, verbose: bool) -> 
         if verbose and (
             r.wrong or r.disagrees or r.duplicate_rows or r.misnamed_rows or r.loose_rows
             or r.outside_rows
+            or r.unshown_rows
             or "miss " in r.report
         ):  # fmt: skip
             print("    " + r.report.replace("\n", "\n    "))
@@ -349,6 +355,7 @@ def print_report(results: list[PageResult], summary: Summary, verbose: bool) -> 
          "0", s.met["duplicates"])  # fmt: skip
     line("rows naming the wrong thing (data-gt-name)", f"{s.misnamed_rows}", "0", s.met["names"])
     line("rows quoting text from outside their row", f"{s.outside_rows}", "0", s.met["own row"])
+    line("rows quoting text the page does not show", f"{s.unshown_rows}", "0", s.met["shown"])
     line("clicks at a row's point described by coordinates", f"{s.coordinate_descriptions}",
          "0", s.met["no coordinates"])  # fmt: skip
     line("wrapped-link rows boxing several lines", f"{s.loose_rows}", "0", s.met["one line"])

@@ -307,6 +307,7 @@ class RowVerdict:
     misnamed: bool = False  # correct box, but its expression lacks the target's given name
     loose: bool = False  # correct box over several lines of a wrapped target, not one line
     outside: bool = False  # correct box, but it quotes text that is not in the target's row
+    unshown: tuple[str, ...] = ()  # texts it quotes that the page does not show (`shown_text`)
 
     @property
     def disagrees(self) -> bool:
@@ -366,6 +367,11 @@ class PageVerdict:
         return [r for r in self.rows if r.outside]
 
     @property
+    def unshown(self) -> list[RowVerdict]:
+        """Rows quoting text the page does not show (an aria-label, a name attribute, …)."""
+        return [r for r in self.rows if r.unshown]
+
+    @property
     def misses(self) -> list[Target]:
         return [t for t in self.counted if t.id not in self.found]
 
@@ -394,16 +400,24 @@ class PageVerdict:
             f"{self.duplicate_rows} rows with a shared expression; "
             f"{len(self.disagreeing)} rows disagree with the image; "
             f"{len(self.misnamed)} misnamed; {len(self.outside)} quote text outside their row; "
-            f"{len(self.loose)} box several lines"
+            f"{len(self.loose)} box several lines; {len(self.unshown)} quote text not shown"
             + ("; PAGE CHANGED WHILE JUDGED" if self.page_changed else "")
         ]
         lines += [f"  miss  {t.kind:<8} {t.description} box={_fmt(t.box)}" for t in self.misses]
         for r in self.rows:
-            if r.status in ("wrong", "moving") or r.disagrees or r.misnamed or r.loose or r.outside:
+            if (
+                r.status in ("wrong", "moving")
+                or r.disagrees
+                or r.misnamed
+                or r.loose
+                or r.outside
+                or r.unshown
+            ):
                 share = "" if r.colour_share is None else f" colour share {r.colour_share:.2f}"
+                unshown = f"; quotes {list(r.unshown)} not shown" if r.unshown else ""
                 lines.append(
                     f"  {r.status:<5} row {r.index} {r.expression!r} box={_fmt(r.box)}: "
-                    f"{r.reason}{share}"
+                    f"{r.reason}{share}{unshown}"
                 )
         lines += [f"  dup   {n} rows say {e!r}" for e, n in self.duplicates.items()]
         return "\n".join(lines)
@@ -719,6 +733,7 @@ async def judge(
     """Judge the rows of one observation (`screenshot`, at `device_scale_factor` image px per
     CSS px) on `page`, which must not have changed since that observation."""
     started = time.perf_counter()
+    shown = await shown_text(page)
     frames, targets = await _ground_truth(page, discover)
     by_id = {t.id: t for t in targets}
     own = await page.screenshot(type="png")
@@ -734,6 +749,7 @@ async def judge(
         t.id not in after or _moved(t.box, after[t.id]["box"], 2.0) for t in targets if not t.moving
     )
     verdicts = _colour_check(verdicts, rows, targets, screenshot, own, device_scale_factor)
+    verdicts = [replace(v, unshown=tuple(outside_row(v.expression, shown))) for v in verdicts]
     counts = Counter(r.referring_expression.strip().lower() for r in rows)
     return PageVerdict(
         url=page.url,
@@ -802,6 +818,53 @@ async def _judge_row(
         loose=loose,
         outside=bool(foreign),
     )
+
+
+SHOWN_JS = """() => {
+  const out = [];
+  const shownEl = (el) => !el.checkVisibility || el.checkVisibility(
+    { opacityProperty: true, visibilityProperty: true });
+  const visit = (root) => {
+    for (const el of root.querySelectorAll('*')) {
+      if (!shownEl(el)) continue;
+      for (const which of ['::before', '::after']) {
+        const c = getComputedStyle(el, which).content || '';
+        const m = c.match(/^"(.*)"$/);
+        if (m) out.push(m[1]);
+      }
+      const tag = el.tagName.toLowerCase();
+      if (tag === 'input' || tag === 'textarea') {
+        const type = (el.type || '').toLowerCase();
+        if (!['checkbox', 'radio', 'hidden', 'password'].includes(type) && el.value) out.push(el.value);
+        if (!el.value && el.placeholder) out.push(el.placeholder);
+      } else if (tag === 'select' && el.selectedIndex >= 0) {
+        out.push(el.options[el.selectedIndex].text);
+      }
+      if (el.shadowRoot) {
+        for (const c of el.shadowRoot.children) if (c.innerText) out.push(c.innerText);
+        visit(el.shadowRoot);
+      }
+    }
+  };
+  out.push(document.body ? document.body.innerText : '');
+  if (document.body) visit(document.body);
+  return out.join('\\n');
+}"""
+
+
+async def shown_text(page: Page) -> str:
+    """Every text the page shows, read by the oracle's own code in each frame: the rendered
+    text (`innerText`, shadow roots included), the values and drawn placeholders of fields,
+    the option a drop-down shows, and CSS pseudo-element glyphs of shown elements. An
+    expression may quote only text found here: an aria-label, a `name` attribute, an id or a
+    class name is not."""
+    parts = []
+    for frame in page.frames:
+        if frame.is_detached():
+            continue
+        with contextlib.suppress(Exception):  # a cross-origin or navigating frame: not ours
+            parts.append(str(await frame.evaluate(SHOWN_JS)))
+    return "\n".join(parts)
 
 
 def outside_row(expression: str, row: str) -> list[str]:

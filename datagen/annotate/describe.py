@@ -12,10 +12,10 @@ other elements of that observation for ambiguity). The rules, written down in do
   accessible name or the label a user reads beside it in its row, `the <noun> containing "…"`
   for a filled field, `the <noun> with placeholder "…"` while the placeholder is drawn, an
   icon's glyph (`the "×" button`) or word (`the trash icon button`), an unnamed SVG shape by
-  its colour (`the blue graphic`), else the label-like text beside it in its row (`the button
-  right of "Buy milk"`). An element with none of these is placed instead: `the button at
-  (412, 230)` (screenshot pixels: the click's point, else the element's centre); it has no
-  grounding row either.
+  its colour (`the blue graphic`), else its role and state placed by the text beside it (`the
+  button right of "Buy milk"`, `the field below "Focus into the textbox."`) or alone (`the
+  checkbox`, `the second checkbox` among several). Never coordinates for an element target
+  (issue 34).
 - **Target of a click without one** (scripted and model actions): the smallest element of the
   observation whose box holds the point, as the DOM saw it; `Click at (x, y)` only where no
   element is there.
@@ -55,7 +55,6 @@ from datagen.annotate.grounding import (
     ROLE_NOUNS,
     Expression,
     base_expression,
-    noun,
     quote,
     reading_order,
 )
@@ -133,11 +132,11 @@ def element_at(obs: Observation, x_px: float, y_px: float) -> Element | None:
     return min(hit, key=lambda e: e.box.width * e.box.height, default=None)
 
 
-def _expression(element: Element) -> Expression | None:
-    """The element's grounding expression with description nouns; a placeholder or a field's
-    `name` read as its name (`the "Search" field`, as a person says it)."""
+def _expression(element: Element) -> Expression:
+    """The element's grounding expression with description nouns; a placeholder read as its
+    name (`the "Search" field`, as a person says it)."""
     expression = base_expression(element, NOUNS)
-    if expression is not None and (expression.placeholder or expression.field_name):
+    if expression.placeholder or expression.field_name:
         words = expression.placeholder or expression.field_name
         expression = replace(expression, label=words, placeholder="", field_name="")
     return expression
@@ -145,13 +144,8 @@ def _expression(element: Element) -> Expression | None:
 
 def _phrase(obs: Observation, target: Element, point: tuple[float, float] | None = None) -> str:
     """`the second "Submit" button`, `the "Email" field`, `the button right of "Buy milk"`,
-    `the button at (412, 230)`."""
+    `the second checkbox` (never coordinates: every element has words, issue 34)."""
     expression = _expression(target)
-    if expression is None:
-        if point is None:
-            scale = obs.device_scale_factor
-            point = (target.box.centre[0] * scale, target.box.centre[1] * scale)
-        return f"the {noun(target, NOUNS)} at ({point[0]:.0f}, {point[1]:.0f})"
     words = expression.render(state=False)
     same = _same(obs.elements, words)
     if len(same) < 2 or not any(_is(e, target) for e in same):
@@ -169,7 +163,7 @@ def _same(elements: Sequence[Element], words: str, *, anchored: bool = False) ->
     """The elements that read `words` (ignoring case)."""
     out = []
     for e in elements:
-        expression = _expression(e)
+        expression: Expression | None = _expression(e)
         if expression is not None and anchored:
             expression = expression.anchored()
         if expression is not None and expression.render(state=False).lower() == words.lower():

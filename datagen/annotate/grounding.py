@@ -4,12 +4,17 @@
 
 Boxes come from `getBoundingClientRect` (CSS px, clipped to the viewport) and are converted
 to screenshot pixels and to [0, 1]. The referring expression is built the way a person would
-point at the element: its accessible name or the label a user reads beside it in its row, what
-a filled field holds, a drawn placeholder, an icon's glyph or word, else the label-like text
-beside it (`the button right of "Buy milk"`); then made unique within the screenshot (by that
-text beside it, the nearest heading, else by order). Every quoted text goes through `quote`,
-the one quoting rule of expressions and action descriptions; `name_source` on the row says
-where the name came from.
+point at the element, from what the screenshot shows (issue 34): the name it shows or the
+label a user reads beside it in its row, what a filled field holds or a drop-down shows, a
+drawn placeholder, an icon's glyph or word (an icon-only control's accessible name stands in
+for its icon, unquoted: `the settings icon button`), else its role and state placed by the
+text around it (`the empty text field below "Focus into the textbox."`) or alone
+(`the unchecked checkbox`); then made unique within the screenshot (by that text beside it,
+the nearest heading, else by order: `the second of two icon buttons`). Every element gets
+one. Quoted text is text the screenshot shows; never the HTML `name` attribute, an id, a
+class name, or an aria-label over text the control shows (the accessible name has its own
+column, `accessible_name`). Every quoted text goes through `quote`, the one quoting rule of
+expressions and action descriptions; `name_source` on the row says where the name came from.
 """
 
 from __future__ import annotations
@@ -40,6 +45,24 @@ KIND_BY_SOURCE = {
     "glyph": "icon",
     "icon": "icon",
 }
+# An icon-only control's accessible name (not shown on the screen): it stands in for the icon,
+# said as the icon's word (`the settings icon button`), never quoted as if it were written there.
+UNSHOWN_NAMES = {"aria-label", "alt", "title"}
+ICON_WORDS = 3  # an accessible name longer than this is a sentence, not what an icon shows
+
+
+def icon_word(name: str) -> str:
+    """An icon-only control's accessible name said as its icon (`Settings` → `settings`);
+    "" for one that is no icon's word (longer than ICON_WORDS words, or quoting something:
+    `Delete "Buy milk"` says which row, which the text beside it says on the screen)."""
+    words = name.lower().split()
+    if len(words) > ICON_WORDS or any(c in name for c in "\"'“”«»:"):
+        return ""
+    return " ".join(words)
+
+
+# What an unnamed control that draws an icon is called.
+ICON_NOUNS = {"button": "icon button", "link": "icon link"}
 # A relational expression says where the element is from its anchor text: the anchor lies to
 # the element's left, so the element is right of it.
 RELATION = {"left": "right of", "right": "left of", "above": "below"}
@@ -71,6 +94,14 @@ def quote(text: str) -> str:
     return f'"{flat}"'
 
 
+NUMBERS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
+
+
+def _plural(noun: str) -> str:
+    """checkbox → checkboxes, text field → text fields."""
+    return noun + ("es" if noun.endswith(("s", "x", "ch", "sh")) else "s")
+
+
 ROW_PX = 8  # elements whose tops are this close read as one line (reading order: rows, then x)
 
 
@@ -84,7 +115,8 @@ class Expression:
     state: str = ""
     placeholder: str = ""
     field_name: str = ""
-    value: str = ""  # what a filled field holds
+    value: str = ""  # what a filled field holds, the option a drop-down shows
+    shows: bool = False  # the value is a drop-down's shown option (`showing`, not `containing`)
     icon: str = ""  # the icon's word (unquoted: it is drawn, not written)
     colour: str = ""  # an unnamed shape's colour
     anchor: str = ""  # label-like text beside it in its row
@@ -110,10 +142,17 @@ class Expression:
             return None
         return replace(self, kind="relation")
 
-    def render(self, ordinal: int = 0, context: str = "", *, state: bool = True) -> str:
+    def render(
+        self, ordinal: int = 0, context: str = "", *, state: bool = True, of: int = 0
+    ) -> str:
+        """`of`: how many read the same, said for an element with no words of its own (`the
+        second of two icon buttons`)."""
         words = ["the"]
         if ordinal:
             words.append(ordinal_word(ordinal))
+        plural = bool(ordinal and of > 1)
+        if plural:
+            words.append(f"of {NUMBERS.get(of, str(of))}")
         if self.state and state:
             words.append(self.state)
         if self.colour:
@@ -122,11 +161,11 @@ class Expression:
             words.append(quote(self.label))
         if self.icon:
             words.append(f"{self.icon} icon")
-        words.append(self.noun)
+        words.append(_plural(self.noun) if plural else self.noun)
         if self.placeholder:
             words.append(f"with placeholder {quote(self.placeholder)}")
         elif self.value:
-            words.append(f"containing {quote(self.value)}")
+            words.append(f"{'showing' if self.shows else 'containing'} {quote(self.value)}")
         elif self.field_name:
             words.append(f"named {quote(self.field_name)}")
         if self.kind == "relation":
@@ -136,46 +175,65 @@ class Expression:
         return " ".join(words)
 
 
-def base_expression(element: Element, nouns: dict[str, str] = ROLE_NOUNS) -> Expression | None:
-    """How a person would point at the element; None if nothing singles it out.
+def base_expression(element: Element, nouns: dict[str, str] = ROLE_NOUNS) -> Expression:
+    """How a person would point at the element, from what the screenshot shows of it.
 
-    In this order: its name or the label a user reads (for a field or toggle, one beside it
-    in its row); for a field, what it holds (kind `value`) while it holds text, else its
-    placeholder while drawn, else its `name` attribute (kind `field-name`, filterable); an
-    icon's glyph or word (kind `icon`); then the label-like text beside it in its row
-    (`the button right of "Buy milk"`, kind `relation`). Built only from what the screenshot
-    shows (never ids, classes as words, or a checkbox's `value`), except `field-name`."""
+    In this order: the name it shows or the label a user reads (for a field or toggle, one
+    beside it in its row); an icon-only control's icon (its glyph, quoted: it is drawn; its
+    icon word or accessible name, unquoted); for a field, what it holds (kind `value`) while it
+    holds text, for a drop-down the option it shows, else its placeholder while drawn; then,
+    with no name at all, its role and state (`the empty text field`, kind `role`), placed by
+    the text around it when there is some (`… below "Focus into the textbox."`, kind
+    `relation`). Never ids, class names, the HTML `name` attribute or a checkbox's `value`."""
     what = noun(element, nouns)
     state = ""
     if element.checked is not None:
         state = "checked" if element.checked else "unchecked"
     source = element.name_source or "content"
-    near = {"anchor": element.anchor, "side": element.anchor_side}
+    anchor, side = element.anchor, element.anchor_side
     if element.name and source == "appearance":  # an unnamed shape, by its colour
         return Expression(what, colour=element.name, kind="appearance")
     if element.name and source == "icon":
-        return Expression(what, icon=element.name, state=state, kind="icon", **near)
-    if element.name and source != "field-name":
+        return Expression(
+            what, icon=element.name, state=state, kind="icon", anchor=anchor, side=side
+        )
+    if element.name and source in UNSHOWN_NAMES:
+        word = icon_word(element.name)
+        if word:
+            return Expression(what, icon=word, state=state, kind="icon", anchor=anchor, side=side)
+        what = ICON_NOUNS.get(what, what)  # a sentence of a name: the icon placed, not named
+    if element.name and source != "field-name" and source not in UNSHOWN_NAMES:
         kind = KIND_BY_SOURCE.get(source, "name")
-        return Expression(what, label=element.name, state=state, kind=kind, **near)
+        return Expression(
+            what, label=element.name, state=state, kind=kind, anchor=anchor, side=side
+        )
     filled = element.editable and element.text.strip()
+    if filled and element.input_type == "password":  # drawn as dots: not what it holds
+        dots = Expression(what, state="filled", kind="role", anchor=anchor, side=side)
+        return dots.anchored() or dots
     if filled:  # a filled field: what it holds (its placeholder is not drawn)
         return Expression(what, value=element.text, state=state, kind="value")
+    if element.tag == "select" and element.text.strip():  # the option it shows
+        return Expression(
+            what, value=element.text, shows=True, kind="value", anchor=anchor, side=side
+        )
     if element.placeholder and element.placeholder_shown:
         return Expression(what, placeholder=element.placeholder, kind="placeholder")
-    if element.name:
-        return Expression(what, field_name=element.name, kind="field-name")
-    if element.text:
-        return Expression(what, label=element.text, state=state, kind="name", **near)
-    bare = Expression(what, state=state, **near)
-    return bare.anchored()
+    if element.text and not element.editable:
+        return Expression(
+            what, label=element.text, state=state, kind="name", anchor=anchor, side=side
+        )
+    if element.name_source == "graphic":
+        what = ICON_NOUNS.get(what, what)
+    if element.editable and not element.text.strip():
+        state = "empty"
+    bare = Expression(what, state=state, kind="role", anchor=anchor, side=side)
+    return bare.anchored() or bare
 
 
 def referring_expression(element: Element) -> str:
-    """`the "Add to cart" button`, `the search box with placeholder "Search products"`; "" if
-    the element has nothing a person could refer to it by. Not yet unique: see `expressions`."""
-    expression = base_expression(element)
-    return expression.render() if expression else ""
+    """`the "Add to cart" button`, `the search box with placeholder "Search products"`. Not yet unique: see `expressions`."""
+    return base_expression(element).render()
 
 
 def expressions(elements: Sequence[Element]) -> dict[int, tuple[str, str]]:
@@ -185,23 +243,24 @@ def expressions(elements: Sequence[Element]) -> dict[int, tuple[str, str]]:
     (`the "×" button right of "Buy milk"`, kind `relation`), else by their context (the
     nearest heading, legend or labelled region: `the "Submit" button under "Sign in"`), else by
     their place in reading order among the same-named ones on screen (`the second "Edit"
-    button`, kind `position`). Elements with nothing to refer to them by get "" (rejected
-    downstream as no_referring_expression).
+    button`; for elements with no words of their own, how many: `the second of two icon
+    buttons`; kind `position`). Every control gets one (issue 34: a control with no name is
+    named by its role and its place, not dropped); only an element with no role, no words and
+    no text near it gets "" (rejected downstream as no_referring_expression).
     """
     bases = {e.index: base_expression(e) for e in elements}
     groups: dict[str, list[Element]] = defaultdict(list)
     out: dict[int, tuple[str, str]] = {}
     for e in elements:
         base = bases[e.index]
-        if base is None:
-            out[e.index] = ("", "")
+        if base.kind == "role" and base.noun == "element":  # no role, no words, nothing near:
+            out[e.index] = ("", "")  # not a control anyone names (no_referring_expression)
         else:
             groups[base.render().lower()].append(e)
     taken = set(groups)
     for group in groups.values():
         if len(group) == 1:
             base = bases[group[0].index]
-            assert base is not None
             out[group[0].index] = (base.render(), base.kind)
             continue
         rest = _by_anchor(group, bases, taken, out)
@@ -212,18 +271,19 @@ def expressions(elements: Sequence[Element]) -> dict[int, tuple[str, str]]:
             ranked = reading_order(members if context else group)
             for e in members:
                 base = bases[e.index]
-                assert base is not None
                 if context and len(members) == 1:
                     out[e.index] = (base.render(context=e.context), "context")
                 else:
                     position = ranked.index(e) + 1
-                    out[e.index] = (base.render(position, e.context if context else ""), "position")
+                    of = 0 if base.words else len(ranked)
+                    where = e.context if context else ""
+                    out[e.index] = (base.render(position, where, of=of), "position")
     return out
 
 
 def _by_anchor(
     group: list[Element],
-    bases: dict[int, Expression | None],
+    bases: dict[int, Expression],
     taken: set[str],
     out: dict[int, tuple[str, str]],
 ) -> list[Element]:
@@ -231,17 +291,14 @@ def _by_anchor(
     apart (into `out`); the others are returned."""
     anchored: dict[str, list[Element]] = defaultdict(list)
     for e in group:
-        base = bases[e.index]
-        said = base.anchored() if base is not None else None
+        said = bases[e.index].anchored()
         anchored[said.render().lower() if said else ""].append(e)
     rest = []
     for key, members in anchored.items():
         if not key or len(members) > 1 or key in taken:
             rest += members
             continue
-        said = bases[members[0].index]
-        assert said is not None
-        anchor = said.anchored()
+        anchor = bases[members[0].index].anchored()
         assert anchor is not None
         out[members[0].index] = (anchor.render(), "relation")
         taken.add(key)
@@ -296,6 +353,7 @@ def grounding_rows(
                 tag=element.tag,
                 name=element.name,
                 name_source=element.name_source,
+                accessible_name=element.accessible_name,
                 text=element.text,
                 selector=element.selector,
                 bbox_px=(

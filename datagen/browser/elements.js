@@ -105,9 +105,10 @@
     }
     return '';
   };
-  // The icon's word from how it is drawn: an icon font's class (`fa-trash`, `bi-star`,
-  // `icon-reply`), an SVG sprite's symbol (`<use href="#icon-trash">`), an image's or
-  // background image's file name (`trash.svg`). Size and style modifiers are not words.
+  // The icon's word from how it is drawn: an image's or background image's file name
+  // (`trash.svg`), which usually says what it shows. Never an icon font's class or an SVG
+  // sprite's symbol id (issue 34: class names and ids name nothing). Size and style modifiers
+  // are not words.
   const MODIFIERS = new Set(['fw', 'lg', 'sm', 'xs', 'xl', 'md', 'solid', 'regular', 'light',
     'thin', 'outline', 'outlined', 'filled', 'fill', 'round', 'rounded', 'sharp', 'duotone',
     'icon', 'icons', 'btn', 'button', 'small', 'large', 'inverse', 'spin', 'pulse', 'border',
@@ -118,23 +119,9 @@
     const out = words.slice(0, 3).join(' ');
     return out.length >= 3 && out.length <= 24 ? out : '';
   };
-  const ICON_CLASS = /^(?:fa[srlbdt]?|bi|ti|mdi|ion|icon|glyphicon|la[srb]?|ri|bx[sl]?|lucide|feather|octicon|codicon|icofont|gg)-(.+)$/;
   const iconOf = (el) => {
-    const nodes = [el, ...el.querySelectorAll('i, span, svg, use, img')].slice(0, 12);
+    const nodes = [el, ...el.querySelectorAll('i, span, svg, img')].slice(0, 12);
     for (const n of nodes) {
-      for (const c of n.classList || []) {
-        const m = c.match(ICON_CLASS);
-        const w = m && iconWords(m[1]);
-        if (w) return w;
-      }
-      const tag = n.tagName.toLowerCase();
-      if (tag === 'use') {
-        const ref = n.getAttribute('href') || n.getAttribute('xlink:href') || '';
-        const w = iconWords(ref.split('#').pop() || '');
-        if (w) return w;
-      }
-    }
-    for (const n of nodes) {  // images last: their file name is the weakest word
       const src = n.tagName.toLowerCase() === 'img' ? n.getAttribute('src') || '' : '';
       const bg = (getComputedStyle(n).backgroundImage || '').match(/url\("?([^")]*)"?\)/);
       for (const url of [src, bg ? bg[1] : '']) {
@@ -147,12 +134,20 @@
     }
     return '';
   };
+  // Does the element draw a graphic (an SVG, an image, an icon element, a background image)?
+  // An unnamed one is then an icon button, not a blank one.
+  const drawsGraphic = (el) => !!el.querySelector('svg, img, i, [class*=icon]') ||
+    (getComputedStyle(el).backgroundImage || 'none') !== 'none';
   const UNRENDERED = new Set(['SCRIPT', 'STYLE', 'TEMPLATE', 'NOSCRIPT', 'HEAD', 'TITLE']);
   const CONTROLS = NATIVE + ',' + ARIA.map((r) => `[role=${r}]`).join(',');
   // Text a person reads as a label: short, one phrase (not a sentence of instructions).
   const LABEL_CHARS = 48, LABEL_WORDS = 7;
   const labelLike = (t) => !!t && t.length <= LABEL_CHARS && t.split(' ').length <= LABEL_WORDS &&
-    !/[.!?]\s+\S/.test(t) && /\p{L}/u.test(t);
+    !/[.!?]\s+\S/.test(t) && /\p{L}/u.test(t) && !(/[.!]$/.test(t) && t.split(' ').length >= 3);
+  // Text an unnamed control may be placed by (`the empty text field below "Focus into the
+  // textbox."`): any short visible text, an instruction included, since it names nothing.
+  const ANCHOR_CHARS = 80;
+  const anchorLike = (t) => !!t && t.length <= ANCHOR_CHARS && /\p{L}/u.test(t);
   // The label-like text in the element's own control row: on its line (left or right of it)
   // or, for a field, just above its left edge. Looked for in the nearest ancestors that are
   // still one row high (at most three times the element's height): that is the bound on
@@ -160,11 +155,13 @@
   // <output> is not the element's. When `naming`, text past another control on the line is
   // that control's, not this one's.
   const ROW_GAP = vw * 0.9, ABOVE_GAP = 28;
-  const rowText = (el, prefer, naming) => {
+  // `loose` (an anchor for a control with no name): any short text, in ancestors up to 160 px
+  // taller than the element.
+  const rowText = (el, prefer, naming, loose) => {
     const b = el.getBoundingClientRect();
     if (b.width < 1 || b.height < 1) return null;
-    const limit = Math.max(b.height * 3, b.height + 48);
-    for (let a = parentOf(el), depth = 0; a && depth < 4; a = parentOf(a), depth += 1) {
+    const limit = loose ? b.height + 160 : Math.max(b.height * 3, b.height + 48);
+    for (let a = parentOf(el), depth = 0; a && depth < (loose ? 6 : 4); a = parentOf(a), depth += 1) {
       if (a.nodeType !== 1 || a.tagName === 'BODY' || a.tagName === 'HTML') break;
       if (a.getBoundingClientRect().height > limit) break;
       // another control between the element and a text on its line: the text is that one's
@@ -188,7 +185,7 @@
         const unit = lab && !lab.control ? lab : host;  // a sibling <label>: all of its words
         const text = clean(unit.contains(el) ? words : unit.innerText || words)
           .replace(/[:*]+$/, '').trim();
-        if (!labelLike(text) || !visible(host)) continue;
+        if (!(loose ? anchorLike(text) : labelLike(text)) || !visible(host)) continue;
         const range = (a.ownerDocument || document).createRange();
         range.selectNodeContents(t);
         const r = range.getBoundingClientRect();
@@ -227,37 +224,54 @@
       [255, 'blue'], [290, 'purple'], [335, 'pink'], [360, 'red']];
     return hues.find(([edge]) => h < edge)[1];
   };
-  const accessibleName = (el, tag, label) => {  // [name, source] or null
-    const root = el.getRootNode();
+  const labelledText = (el, shownOnly) => {  // the text aria-labelledby points at
     const by = el.getAttribute('aria-labelledby');
-    if (by) {
-      const t = by.split(/\s+/).map((id) => root.getElementById ? root.getElementById(id)
-        : document.getElementById(id)).filter(Boolean).map((n) => textOf(n)).join(' ');
-      if (clean(t)) return [clean(t), 'labelledby'];
-    }
-    const aria = el.getAttribute('aria-label');
-    if (clean(aria)) return [clean(aria), 'aria-label'];
-    const labels = label ? [label] : [...(el.labels || [])];
-    const fromLabels = clean(labels.map((l) => textOf(l, el)).join(' '));
-    if (fromLabels) return [fromLabels, 'label'];
-    if (tag === 'input' && ['button', 'submit', 'reset'].includes(el.type) && clean(el.value)) {
-      return [clean(el.value), 'content'];
-    }
-    if ((tag === 'img' || (tag === 'input' && el.type === 'image')) && clean(el.alt)) {
-      return [clean(el.alt), 'alt'];
-    }
-    return null;
+    if (!by) return '';
+    const root = el.getRootNode();
+    return clean(by.split(/\s+/).map((id) => root.getElementById ? root.getElementById(id)
+      : document.getElementById(id)).filter((n) => n && (!shownOnly || visible(n)))
+      .map((n) => textOf(n)).join(' '));
   };
-  // [name, source, row text beside it ({text, side}) or null]
+  // The accessible name as assistive technology computes it (roughly), shown or not: kept in
+  // its own column (`accessible_name`) for trainers who want it; expressions use `nameOf`.
+  const accessibleName = (el, tag, field) => {
+    const by = labelledText(el, false);
+    if (by) return by;
+    if (clean(el.getAttribute('aria-label'))) return clean(el.getAttribute('aria-label'));
+    const fromLabels = clean([...(el.labels || [])].map((l) => textOf(l, el)).join(' '));
+    if (fromLabels) return fromLabels;
+    if (tag === 'input' && ['button', 'submit', 'reset'].includes(el.type)) return clean(el.value);
+    if ((tag === 'img' || (tag === 'input' && el.type === 'image')) && clean(el.alt)) return clean(el.alt);
+    const own = field ? '' : clean(el.innerText || el.textContent);
+    if (own) return own;
+    if (!field) {
+      const g = graphicName(el);
+      if (g) return g;
+    }
+    return clean(el.getAttribute('title')) || (field ? clean(el.getAttribute('placeholder')) : '');
+  };
+  // [name, source, text beside it ({text, side}) or null]. The name is what a person sees the
+  // element called (issue 34): text aria-labelledby points at while it is shown, a shown
+  // <label>, a button's own text or value; for a field or toggle the label a user reads
+  // beside it in its row; for an icon-only control (no text of its own) its aria-label, alt,
+  // SVG <title> or title may stand in for the icon (it usually says what the icon shows), then
+  // a drawn glyph or an image's file name. Never an aria-label over text the control shows,
+  // the HTML `name` attribute, an id or a class name. A control with none of these has no
+  // name: source `graphic` when it draws one, and the text around it to place it by.
   const nameOf = (el, tag, role, label) => {
-    const named = accessibleName(el, tag, label);
     const field = FIELD_TAGS.has(tag) || ['textbox', 'searchbox', 'combobox', 'spinbutton'].includes(role);
     const toggle = TOGGLES.has(role) || role === 'switch' || (tag === 'input' && TOGGLES.has(el.type));
-    if (named) return [...named, null];
-    if (toggle && !FIELD_TAGS.has(tag)) {  // an ARIA checkbox, radio or switch: its own text
-      const own = clean((el.innerText || '').replace(PRIVATES, ''));
-      if (/[\p{L}\p{N}]/u.test(own)) return [own, 'content', null];
+    const by = labelledText(el, true);
+    if (by) return [by, 'labelledby', null];
+    const labels = label ? [label] : [...(el.labels || [])].filter((l) => visible(l));
+    const fromLabels = clean(labels.map((l) => textOf(l, el)).join(' '));
+    if (fromLabels) return [fromLabels, 'label', null];
+    if (tag === 'input' && ['button', 'submit', 'reset'].includes(el.type) && clean(el.value)) {
+      return [clean(el.value), 'content', null];
     }
+    const own = FIELD_TAGS.has(tag) ? '' : clean((el.innerText || '').replace(PRIVATES, ''));
+    const shows = /[\p{L}\p{N}]/u.test(own);
+    if (toggle && !FIELD_TAGS.has(tag) && shows) return [own, 'content', null];  // ARIA toggle
     if (field || toggle) {
       // The label a user reads in the control's row: after a checkbox or radio, before (or
       // above) a field (where people put them).
@@ -267,28 +281,41 @@
       const near = rowText(el, toggle ? ['right', 'left'] : ['left', 'above'], true);
       if (near && toggle && near.side === 'left' && !near.label) return ['', '', near];
       if (near) return [near.text, near.label ? 'sibling-label' : 'nearby', null];
-      if (clean(el.getAttribute('title'))) return [clean(el.getAttribute('title')), 'title', null];
-      if (field) {
-        const name = clean((el.getAttribute('name') || '').replace(/[_\-.[\]]+/g, ' '));
-        if (name && /[a-z]/i.test(name)) return [name.toLowerCase(), 'field-name', null];
-      }
-      return ['', '', null];
+      const around = rowText(el, toggle ? ['right', 'left', 'above'] : ['left', 'above', 'right'], false, true);
+      return ['', '', around];
     }
     if (el instanceof SVGElement) {
+      // its drawn text (a <title> or <desc> is a tooltip, not drawn); an aria-label, <title>
+      // or title only as an icon's word (up to three plain words: `Zoom in`, not a chart
+      // bar's `Jan: $120k`), else its colour
+      let drawn = '';
+      const walkText = (n) => {
+        if (n.nodeType === 3) drawn += n.textContent + ' ';
+        else if (!['title', 'desc'].includes((n.tagName || '').toLowerCase())) n.childNodes.forEach(walkText);
+      };
+      walkText(el);
+      if (clean(drawn)) return [clean(drawn), 'content', null];
       const t = el.querySelector('title');
-      if (t && clean(t.textContent)) return [clean(t.textContent), 'alt', null];
-      if (clean(el.textContent)) return [clean(el.textContent), 'content', null];
-      if (clean(el.getAttribute('title'))) return [clean(el.getAttribute('title')), 'title', null];
+      const iconish = (w) => /^[\p{L} ]+$/u.test(w) && w.split(' ').length <= 3;
+      for (const [w, source] of [[clean(el.getAttribute('aria-label')), 'aria-label'],
+        [t ? clean(t.textContent) : '', 'alt'], [clean(el.getAttribute('title')), 'title']]) {
+        if (w && iconish(w)) return [w, source, null];
+      }
       const colour = colourOf(el);
       if (colour) return [colour, 'appearance', null];
       return ['', '', null];
     }
+    if (shows) return [own, 'content', null];
     // An icon-only control is told apart by the row text beside it too: `the "×" button
     // right of "Buy milk"`, or where it has no icon word, `the button right of "Buy milk"`.
-    const t = clean((el.innerText || '').replace(PRIVATES, ''));
-    if (/[\p{L}\p{N}]/u.test(t)) return [t, 'content', null];
+    // A glyph drawn as text (`×`, `_`, `☰`) is an icon: its aria-label may say what it shows.
     const near = rowText(el, ['left', 'right']);
-    if (t) return [t, 'content', near];  // a glyph in the text (`×`, `+`, `☰`)
+    const aria = clean(el.getAttribute('aria-label'));
+    if (aria) return [aria, 'aria-label', near];
+    if (own) return [own, 'content', near];  // a glyph in the text (`×`, `+`, `☰`)
+    if ((tag === 'img' || (tag === 'input' && el.type === 'image')) && clean(el.alt)) {
+      return [clean(el.alt), 'alt', near];
+    }
     const g = graphicName(el);
     if (g) return [g, 'alt', near];
     if (clean(el.getAttribute('title'))) return [clean(el.getAttribute('title')), 'title', near];
@@ -296,7 +323,13 @@
     if (glyph) return [glyph, 'glyph', near];
     const icon = iconOf(el);
     if (icon) return [icon, 'icon', near];
-    return ['', '', near];
+    const around = near || rowText(el, ['left', 'right', 'above'], false, true);
+    return ['', drawsGraphic(el) ? 'graphic' : '', around];
+  };
+  const selectedText = (el) => {  // what a closed single <select> shows
+    if (el.multiple || el.size > 1) return '';
+    const o = el.options[el.selectedIndex];
+    return o ? clean(o.label || o.text, 120) : '';
   };
   const roleOf = (el, tag) => {
     const explicit = el.getAttribute('role');
@@ -523,6 +556,7 @@
     if (!placed) continue;
     const role = roleOf(el, tag);
     const [name, source, near] = nameOf(el, tag, role, label);
+    const isField = FIELD_TAGS.has(tag) || ['textbox', 'searchbox', 'combobox', 'spinbutton'].includes(role);
     const checkable = role === 'checkbox' || role === 'radio' || role === 'switch';
     const textual = tag === 'textarea' || (tag === 'input' && !TOGGLES.has(el.type) &&
       !['button', 'submit', 'reset', 'image', 'file', 'range', 'color'].includes(el.type));
@@ -544,7 +578,10 @@
       role,
       name,
       name_source: source,
-      text: textual ? clean(el.value, 120) : (FIELD_TAGS.has(tag) ? '' : clean(el.innerText || el.textContent, 120)),
+      accessible_name: accessibleName(el, tag, isField),
+      // a field: what it holds; a drop-down: the option it shows
+      text: textual ? clean(el.value, 120) : tag === 'select' ? selectedText(el)
+        : (FIELD_TAGS.has(tag) ? '' : clean(el.innerText || el.textContent, 120)),
       placeholder: clean(el.getAttribute('placeholder')),
       // drawn now: a field holding text does not show its placeholder
       placeholder_shown: !!el.getAttribute('placeholder') && FIELD_TAGS.has(tag) &&

@@ -22,7 +22,12 @@ class ExplorePolicyConfig(Section):
         0.9, ge=0, le=1, description="chance to type into an input right after focusing it"
     )
     submit_probability: float = Field(
-        0.3, ge=0, le=1, description="chance to press Enter after typing"
+        0.3,
+        ge=0,
+        le=1,
+        description="chance that Enter, rather than a visible Add/Save/submit button beside the "
+        "field, is the first way tried to complete a typed value (the others follow, one a step, "
+        "until the app takes the value)",
     )
 
 

@@ -2,10 +2,22 @@
 
     Observation ─► Explorer.decide() ─► Decision(click/type/key/scroll/back/goto, target)
 
-It prefers elements never acted on, then ones new in the current page state; it clicks at the
+It prefers elements never acted on, then ones new in the current page state (a page's lone
+text field, not a search box, weighs FIELD_WEIGHT times as much in the draw); it clicks at the
 centre of their visible box (only elements whose centre hit-tests to them, so the click reaches
-them), types plausible values into fields it has just focused, and sometimes submits with
-Enter. Every action it takes has its DOM target recorded, so the data has ground truth.
+them), types plausible values into fields it has just focused, and completes what it typed
+before anything else (below). Every action it takes has its DOM target recorded, so the data has
+ground truth.
+
+It finishes what it starts: after typing into a field, the natural next actions come first:
+Enter in the field (only right after the typing, while the field has the focus), or a
+visible completing button beside it (`Add`, `Save`, `Search`, a submit input; in the field's
+row to its right, or just below it); Enter first with `submit_probability` or where there is no
+such button; one a step, until the field no longer holds the typed text (the app took it), the
+page changed address, or each was tried. So an episode never ends on
+`nothing new` while a typed value is unsubmitted. A field clicked without typing (the
+`type_probability` draw) counts as never acted on once more, so it gets a second draw soon
+(and an episode whose only field drew "no" does not stop there).
 
 It does not repeat itself: it never types a value into a field that already holds it (the
 field's current value is the element's `text`, read by the element scan: `el.value` of a text
@@ -26,6 +38,8 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from datagen.browser.guard import BadUrl, split_url
@@ -72,6 +86,25 @@ SELECT_ROLES = {"combobox", "listbox"}
 # cost a repeated action on every page (and the state key, a digest of every element in view,
 # already makes a tried state one with nothing new in it).
 QUIET_STEPS = 1
+# The words of a button that completes what was typed beside it (its name or text).
+COMPLETING = re.compile(
+    r"^\W*(add|save|submit|create|post|send|go|search|find|ok|done|apply|update|enter|"
+    r"sign in|log in|login|continue|next|reply|comment|subscribe|confirm|\+)\b",
+    re.IGNORECASE,
+)
+FIELD_WEIGHT = 4  # a page's lone text field, against 1 for any other element (`_pick`)
+NEAR_RIGHT_PX = 480  # how far right of a field, on its row, a completing button may be
+NEAR_BELOW_PX = 160  # how far below a field's bottom edge (a form's submit row)
+
+
+@dataclass
+class Typed:
+    """A value typed into a field and not yet seen taken: what completes it is tried next."""
+
+    selector: str
+    text: str
+    url: str
+    tried: set[str] = field(default_factory=set)  # "Enter", or completing buttons' selectors
 
 
 class Explorer:
@@ -92,10 +125,15 @@ class Explorer:
         self.seen: set[tuple[str, str, str]] = set()  # (page path, selector, name) observed
         self.quiet = 0  # observations in a row that showed no element not in `seen`
         self.empty: set[str] = set()  # page states where nothing was in view to act on
+        self.typed: Typed | None = None  # a typed value not yet completed
+        self.passed: set[tuple[str, str]] = set()  # (state, field) clicked without typing once
+        self.typed_into: set[str] = set()  # fields typed into
+        self.enter_first = False  # the submit_probability draw for the value being typed
 
     def strayed(self, reason: str, url: str) -> None:
         """The pipeline says: the last action led off the scope (it brought the page back)."""
         self.pending = []
+        self.typed = None
         if self.last is not None:
             self.led_away.add(self.last.selector)
 
@@ -113,8 +151,14 @@ class Explorer:
                 (e for e in obs.elements if target and e.selector == target.selector), None
             )
             if not (isinstance(action, TypeText) and _holds(current, action.text)):
+                if isinstance(action, TypeText) and target is not None:
+                    self.typed = Typed(target.selector, action.text, obs.url)
+                    self.typed_into.add(target.selector)
                 return Decision(action=action, target=current, note="follow-up")
             self.pending = []  # it holds the text already (filled in meanwhile): nor submit it
+        completing = self._complete(obs, scope)
+        if completing is not None:
+            return completing
         state = _state_key(obs)
         # only where a click lands on it, and never at a box that moved while it was observed
         reachable = [e for e in obs.elements if e.hit and e.stable and not _blocked(e, scope)]
@@ -129,34 +173,96 @@ class Explorer:
         fresh = [e for e in choices if (state, e.selector) not in self.visited]
         if not fresh and self.quiet >= QUIET_STEPS:
             return self._stop(f"each of the {len(choices)} elements in view tried in this state")
-        element = self.rng.choice(never or fresh or choices)
+        element = self._pick(never or fresh or choices)
         self.last = element
         self.visited.add((state, element.selector))
         self.clicked.add(element.selector)
-        x, y = element.box.centre
-        scale = obs.device_scale_factor
-        click = Click(x=round(x * scale, 1), y=round(y * scale, 1))
-        self._plan_follow_up(element)
+        drew_no = self._plan_follow_up(element)
+        if drew_no and (state, element.selector) not in self.passed:
+            self.passed.add((state, element.selector))  # a second draw soon, not a stop
+            self.visited.discard((state, element.selector))
+            self.clicked.discard(element.selector)
         return Decision(
-            action=click,
+            action=_click(element, obs),
             target=element,
             note="new" if never else ("new-state" if fresh else "revisit"),
         )
 
-    def _plan_follow_up(self, element: Element) -> None:
-        """After focusing a field: type into it (and maybe submit); after a select: pick."""
+    def _pick(self, pool: list[Element]) -> Element:
+        """A random element of the pool. A page's lone text field (the only one in the pool,
+        not typed into yet, not a search box) weighs FIELD_WEIGHT times as much: on a list
+        app it is the page's one way to add something, and among a dozen rows' controls it
+        was otherwise reached too late in a step budget. A form's several fields keep equal
+        weights (the walk's breadth), and a search narrows what is shown, adding nothing."""
+        fields = [
+            e
+            for e in pool
+            if e.editable and e.role != "searchbox" and e.selector not in self.typed_into
+        ]
+        if len(fields) != 1:
+            return self.rng.choice(pool)
+        weights = [FIELD_WEIGHT if e is fields[0] else 1 for e in pool]
+        return self.rng.choices(pool, weights)[0]
+
+    def _plan_follow_up(self, element: Element) -> bool:
+        """After focusing a field: type into it (completed by `_complete`); after a select:
+        pick. True: a field the `type_probability` draw left untyped (a field clicked without
+        typing stays untried in its page state once, so a page whose one field drew "no" gets
+        a second draw instead of a stop)."""
         if element.role in SELECT_ROLES:
             self.pending = [(Key(combo="ArrowDown"), element), (Key(combo="Enter"), element)]
-        elif element.editable and self.rng.random() < self.config.type_probability:
+        elif element.editable and self.rng.random() >= self.config.type_probability:
+            return self.config.type_probability > 0
+        elif element.editable:
             text = self._value_for(element)
             if text is None:
-                return  # it holds every value we would type: clicking it was the step
+                return False  # it holds every value we would type: clicking it was the step
             self.pending = [(TypeText(text=text), element)]
+            # drawn here, before the typing (the walk's draws stay in their order); used once
+            # the value is typed, by `_complete`
+            self.enter_first = self.rng.random() < self.config.submit_probability
             if element.text.strip():  # replace what it holds, as a person would: typed at the
                 # click's caret, the text would land inside it ("Pick up the parceQuarterlyl")
                 self.pending.insert(0, (Key(combo="Control+A"), element))
-            if self.rng.random() < self.config.submit_probability:
-                self.pending.append((Key(combo="Enter"), element))
+        return False
+
+    def _complete(self, obs: Observation, scope: Scope) -> Decision | None:
+        """The next way to complete the typed value (Enter in its field, a completing button
+        beside it), or None once it is taken (the field no longer holds it, the page moved)
+        or each way was tried."""
+        typed = self.typed
+        if typed is None:
+            return None
+        current = next((e for e in obs.elements if e.selector == typed.selector), None)
+        taken = typed.tried and (
+            current is None or obs.url != typed.url or not _holds(current, typed.text)
+        )
+        if taken:
+            self.typed = None
+            return None
+        buttons = [
+            e.selector
+            for e in _completers(obs, current, scope)
+            if e.selector not in typed.tried and e.selector not in self.led_away
+        ]
+        # Enter only right after the typing, while the field still has the focus (a key goes
+        # to the focused element: after a button's click it would press the button again)
+        enter = [] if typed.tried or current is None else ["Enter"]
+        if not enter and not buttons:
+            self.typed = None
+            return None
+        if enter and (not buttons or self.enter_first):
+            way = "Enter"
+        else:
+            way = buttons[0] if len(buttons) == 1 else self.rng.choice(buttons[:2])
+        typed.tried.add(way)
+        if way == "Enter":
+            self.last = current
+            return Decision(action=Key(combo="Enter"), target=current, note="complete: Enter")
+        button = next(e for e in obs.elements if e.selector == way)
+        self.last = button
+        self.clicked.add(button.selector)
+        return Decision(action=_click(button, obs), target=button, note="complete: button")
 
     def _value_for(self, element: Element) -> str | None:
         """A plausible value the field does not already hold; None when it holds them all."""
@@ -200,6 +306,36 @@ class Explorer:
         if first and self.visited:
             return Decision(action=Back(), note=f"return: {why}")
         return Decision(action=Goto(url=scope.start), note=f"restart: {why}")
+
+
+def _click(element: Element, obs: Observation) -> Click:
+    """A click at the centre of the element's box, in screenshot pixels."""
+    x, y = element.box.centre
+    scale = obs.device_scale_factor
+    return Click(x=round(x * scale, 1), y=round(y * scale, 1))
+
+
+def _completers(obs: Observation, field: Element | None, scope: Scope) -> list[Element]:
+    """Visible buttons that complete what was typed into `field`: named `Add`, `Save`,
+    `Search`, … (or a submit input), on the field's row to its right or just below it, nearest
+    first; never a link out of scope."""
+    if field is None:
+        return []
+    f = field.box
+    found: list[tuple[float, Element]] = []
+    for e in obs.elements:
+        if e.selector == field.selector or not (e.hit and e.stable) or _leads_out(e, scope):
+            continue
+        words = e.name or e.text
+        if e.role != "button" or not (COMPLETING.search(words) or e.input_type == "submit"):
+            continue
+        b = e.box
+        same_row = b.y < f.y + f.height and b.y + b.height > f.y
+        if same_row and 0 <= b.x - (f.x + f.width) <= NEAR_RIGHT_PX:
+            found.append((b.x - (f.x + f.width), e))
+        elif 0 <= b.y - (f.y + f.height) <= NEAR_BELOW_PX and b.x < f.x + f.width:
+            found.append((NEAR_RIGHT_PX + b.y - (f.y + f.height), e))
+    return [e for _, e in sorted(found, key=lambda pair: pair[0])]
 
 
 def _holds(element: Element | None, text: str) -> bool:

@@ -30,8 +30,15 @@ class Element(Frozen):
     index: int
     tag: str
     role: str
-    name: str = Field(description="accessible name")
-    text: str = ""
+    name: str = Field(
+        description="what a person sees it called (see `name_source`); empty: no name shown"
+    )
+    accessible_name: str = Field(
+        "",
+        description="the accessible name as assistive technology computes it (aria-labelledby, "
+        "aria-label, label, value, alt, own text, title), shown on the screen or not",
+    )
+    text: str = Field("", description="own text; a field's value; a drop-down's shown option")
     placeholder: str = ""
     input_type: str = ""
     selector: str
@@ -44,17 +51,19 @@ class Element(Frozen):
         description="where `name` came from: aria-label, labelledby, label (for/wrapping), "
         "content, alt (an image's alt, an icon's SVG title or aria-label), title, "
         "sibling-label (a <label> beside a field or toggle in its row), nearby (other text "
-        "beside it in its row), field-name, glyph (a CSS pseudo-element's or the text's "
-        "symbol, e.g. ×), icon (an icon font's class, an SVG sprite's or an image's file "
-        "name), appearance (an unnamed SVG shape: its colour); empty: no words",
+        "beside it in its row), glyph (a CSS pseudo-element's or the text's symbol, e.g. ×), "
+        "icon (an image's file name), appearance (an unnamed SVG shape: its colour); "
+        "aria-label, alt and title only for an icon-only control; graphic: no name, it draws "
+        "an icon; empty: no words (never the HTML name attribute, an id or a class name)",
     )
     placeholder_shown: bool = Field(
         True, description="the placeholder is drawn (the field holds no text)"
     )
     anchor: str = Field(
         "",
-        description="label-like text beside an element without words of its own (or only a "
-        "glyph or icon), in its own control row: what a relational expression points from",
+        description="text beside an element without words of its own (or only a glyph or "
+        "icon), in its own control row, or for a control with no name the text nearest it: "
+        "what a relational expression points from",
     )
     anchor_side: str = Field(
         "", description="where `anchor` lies from the element: left | right | above"

@@ -292,18 +292,25 @@ class GroundingRow(RowBase):
     expression_kind: str = Field(
         "",
         description="what singles the element out: name | label | placeholder | value (what "
-        "a filled field holds) | nearby | field-name | icon (its glyph or icon word) | "
-        "appearance (an unnamed shape by its colour) | relation (the label-like text beside "
-        "it in its row) | context (nearest heading) | position (ordinal among same-named ones)",
+        "a filled field holds, the option a drop-down shows) | nearby | icon (its glyph, icon "
+        "word, or an icon-only control's accessible name) | appearance (an unnamed shape by its "
+        "colour) | role (a control with no name: its role and state alone) | relation (the "
+        "text beside it) | context (nearest heading) | position (ordinal among same-reading "
+        "ones); field-name (the HTML name attribute) only in older data",
     )
     role: str
     tag: str
     name: str
     name_source: str = Field(
         "",
-        description="where `name` came from: aria-label | labelledby | label | sibling-label | "
-        "content | alt | title | nearby | field-name | glyph | icon | appearance; empty: the "
-        "element has no name of its own (see docs/output.md, Grounding names)",
+        description="where `name` came from: labelledby | label | sibling-label | content | "
+        "nearby | glyph | icon | appearance | aria-label, alt, title (an icon-only control); "
+        "graphic or empty: the element shows no name (see docs/output.md, Grounding names)",
+    )
+    accessible_name: str = Field(
+        "",
+        description="the accessible name as assistive technology computes it, shown on the "
+        "screen or not (expressions quote only what is shown; this column keeps the rest)",
     )
     text: str
     selector: str

@@ -47,7 +47,15 @@ ROLES = {  # the descriptions' nouns → ARIA roles
 }
 ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth"]
 VERBS = "Click|Check|Uncheck|Turn on|Turn off|Select"
-TARGET = rf'the (?:(?P<ordinal>{"|".join(ORDINALS)}) )?"(?P<name>[^"]+)" (?P<noun>[a-z -]+)'
+# `the second "Edit" button`; an icon-only control by its icon word (`the settings icon
+# button`, from its accessible name); a control with no name by its role alone (`the second
+# checkbox`, `the field below "Code"`; issue 34), judged by role and place only.
+ORDINAL = rf"(?:(?P<ordinal>{'|'.join(ORDINALS)}) )?"
+TARGET = (
+    rf'the {ORDINAL}(?:"(?P<name>[^"]+)" (?P<noun>[a-z -]+)'
+    r"|(?P<icon>[a-z0-9][a-z0-9 '-]*) icon (?P<icon_noun>button|link)"
+    r'|(?:icon )?(?P<bare>[a-z -]+?)(?: (?:right of|left of|below) "[^"]*")?)'
+)
 CLICK = re.compile(rf"^(?P<verb>{VERBS}) {TARGET}$")
 TYPED = re.compile(rf'^Type "(?P<text>.*)" into {TARGET}$')
 PRESSED = re.compile(rf"^Press (?P<combo>\S+)(?: in {TARGET})?$")
@@ -159,6 +167,9 @@ async def judge(page: Page, step: Row) -> str:
         assert match, description
         scale = step["device_scale_factor"]
         point = (step["x_px"] / scale, step["y_px"] / scale)
+        if match["bare"]:  # no name: the element of that role under the point
+            assert await role_at(page, ROLES[match["bare"]], point), description
+            return "click"
         found = await named(page, match)
         box = await found.bounding_box()
         assert box and inside(point, box), (description, point, box)
@@ -168,8 +179,12 @@ async def judge(page: Page, step: Row) -> str:
     if kind in ("type", "key"):
         match = (TYPED if kind == "type" else PRESSED).match(description)
         assert match, description
-        if match["name"] is None:  # a key without a target
-            return "key"
+        if match["name"] is None and match["icon"] is None and match["bare"] is None:
+            return "key"  # a key without a target
+        if match["bare"]:
+            focused = await page.evaluate("() => document.activeElement.tagName.toLowerCase()")
+            assert focused in ("input", "textarea", "select"), description
+            return kind
         found = await named(page, match)
         assert await found.evaluate("el => el === document.activeElement"), description
         return kind
@@ -182,18 +197,21 @@ async def named(page: Page, match: re.Match[str]) -> Locator:
     """The one element a description's role, name and ordinal pick out, by Playwright alone:
     its role query, the matches shown in the viewport, in reading order when there is an
     ordinal (rows of tops within 8 px, then left to right); without one, the only match."""
-    name = re.escape(match["name"]).replace("'", "[\"']")  # a quoted `"` is written `'`
+    name = re.escape(match["name"] or match["icon"]).replace("'", "[\"']")  # `"` written `'`
     words = re.compile(f"^{name}$", re.IGNORECASE)
-    role = ROLES.get(match["noun"])  # elements without a role (`list item`, `element`): text
+    role = ROLES.get(match["noun"] or match["icon_noun"])  # no role (`list item`): by text
     found = page.get_by_role(role, name=words) if role else page.get_by_text(words)  # type: ignore[arg-type]
-    shown: list[tuple[dict[str, Any], Locator]] = []
-    viewport = page.viewport_size
-    assert viewport is not None
-    for index in range(await found.count()):
-        box = await found.nth(index).bounding_box()
-        in_view = box and box["y"] + box["height"] > 0 and box["y"] < viewport["height"]
-        if box and in_view and await found.nth(index).is_visible():
-            shown.append((dict(box), found.nth(index)))
+    shown = await in_view(page, found)
+    if not shown and role:
+        # A name the screen shows that is not the accessible name (a checkbox's sibling label
+        # under an aria-label that says more, issue 34): the role's elements whose own shown
+        # words (a label, placeholder) or whose row's text say it.
+        shown = [
+            (box, element)
+            for box, element in await in_view(page, page.get_by_role(role))  # type: ignore[arg-type]
+            if words.search(await element.evaluate(SHOWN_WORDS))
+            or re.search(name, await element.evaluate(ROW_TEXT), re.IGNORECASE)
+        ]
     if match["ordinal"] is None:
         assert len(shown) == 1, (match.string, len(shown))
         return shown[0][1]
@@ -206,6 +224,34 @@ async def named(page: Page, match: re.Match[str]) -> Locator:
             rows.append([item])
     ordered = [item for row in rows for item in sorted(row, key=lambda s: s[0]["x"])]
     return ordered[ORDINALS.index(match["ordinal"])][1]
+
+
+SHOWN_WORDS = """el => [...(el.labels || [])].map((l) => l.innerText).join(' ') ||
+  el.placeholder || el.innerText || ''"""
+ROW_TEXT = "el => (el.parentElement && el.parentElement.innerText) || ''"
+
+
+async def in_view(page: Page, found: Locator) -> list[tuple[dict[str, Any], Locator]]:
+    """The matches shown in the viewport, with their boxes."""
+    shown: list[tuple[dict[str, Any], Locator]] = []
+    viewport = page.viewport_size
+    assert viewport is not None
+    for index in range(await found.count()):
+        box = await found.nth(index).bounding_box()
+        seen = box and box["y"] + box["height"] > 0 and box["y"] < viewport["height"]
+        if box and seen and await found.nth(index).is_visible():
+            shown.append((dict(box), found.nth(index)))
+    return shown
+
+
+async def role_at(page: Page, role: str, point: tuple[float, float]) -> bool:
+    """Is an element of that role (Playwright's role query) under the point?"""
+    found = page.get_by_role(role)  # type: ignore[arg-type]
+    for index in range(await found.count()):
+        box = await found.nth(index).bounding_box()
+        if box and inside(point, box) and await found.nth(index).is_visible():
+            return True
+    return False
 
 
 def inside(point: tuple[float, float], box: Any) -> bool:

@@ -51,7 +51,7 @@ def test_referring_expressions() -> None:
         referring_expression(el(role="switch", name="Dark mode", checked=False))
         == 'the unchecked "Dark mode" toggle'
     )
-    assert referring_expression(el(role="generic")) == ""
+    assert expressions([el(role="generic", tag="div")])[0] == ("", "")  # nothing to name it by
 
 
 def test_grounding_boxes_in_screenshot_pixels_and_normalised() -> None:
@@ -70,7 +70,8 @@ def test_grounding_rules_give_reasons() -> None:
         return problem[0] if problem else None
 
     assert reason(el(name="x", hit=False)) == RejectReason.OCCLUDED
-    assert reason(el(name="")) == RejectReason.NO_REFERRING_EXPRESSION
+    assert reason(el(name="", role="generic", tag="div")) == RejectReason.NO_REFERRING_EXPRESSION
+    assert reason(el(name="")) is None  # an unnamed button: "the button" (issue 34)
     assert (
         reason(el(name="x", box={"x": 1, "y": 1, "width": 1, "height": 30}))
         == RejectReason.BOX_TOO_SMALL
@@ -145,12 +146,10 @@ def test_expression_sources_and_kinds() -> None:
         'the "Company name" text field',
         "nearby",
     )
+    # the HTML name attribute names nothing (older data's field-name source): role and state
     assert one(
         role="textbox", tag="input", name="tax id", name_source="field-name", editable=True
-    ) == (
-        'the text field named "tax id"',
-        "field-name",
-    )
+    ) == ("the empty text field", "role")
     assert one(role="generic", tag="path", name="orange", name_source="appearance") == (
         "the orange graphic",
         "appearance",
@@ -159,8 +158,35 @@ def test_expression_sources_and_kinds() -> None:
         'the "Only my issues" list item',
         "name",
     )
-    # a checkbox with nothing visible to name it is not referable (its value "on" is not a label)
-    assert one(role="checkbox", tag="input", text="", checked=True) == ("", "")
+    # a checkbox with nothing visible to name it: its role and state (its value "on" is not a
+    # label, and it is not dropped: issue 34)
+    assert one(role="checkbox", tag="input", text="", checked=True) == (
+        "the checked checkbox",
+        "role",
+    )
+    # an icon-only control's accessible name stands in for the icon, unquoted (not on screen)
+    assert one(role="button", name="Settings", name_source="aria-label") == (
+        "the settings icon button",
+        "icon",
+    )
+    # unnamed controls that read the same: by place, and how many (`of two`)
+    pair = [
+        el(index=i, selector=f"#c{i}", tag="input", role="checkbox", checked=False, box=box)
+        for i, box in enumerate(
+            [
+                {"x": 10, "y": 10, "width": 13, "height": 13},
+                {"x": 40, "y": 10, "width": 13, "height": 13},
+            ]
+        )
+    ]
+    assert expressions(pair) == {
+        0: ("the first of two unchecked checkboxes", "position"),
+        1: ("the second of two unchecked checkboxes", "position"),
+    }
+    assert one(role="combobox", tag="select", text="Alpha") == (
+        'the drop-down showing "Alpha"',
+        "value",
+    )
 
 
 def test_unstable_boxes_are_rejected() -> None:
@@ -168,3 +194,23 @@ def test_unstable_boxes_are_rejected() -> None:
     problem = check_grounding(row, ValidationConfig(), stable=False)
     assert problem is not None and problem[0] == RejectReason.UNSTABLE_BOX
     assert row.expression_kind == "name"
+
+
+def test_a_sentence_of_an_accessible_name_places_the_icon_instead_of_naming_it() -> None:
+    """Issue 34: `Delete "Buy milk"` on an icon-only button is no icon's word: it is said by
+    the text beside it on the screen, and the name stays in its own column."""
+    row = el(
+        name='Delete "Buy milk"',
+        name_source="aria-label",
+        accessible_name='Delete "Buy milk"',
+        anchor="Buy milk",
+        anchor_side="left",
+    )
+    assert expressions([row])[0] == ('the icon button right of "Buy milk"', "relation")
+    (grounded,) = rows_for([row], limit=1)
+    assert grounded.accessible_name == 'Delete "Buy milk"'
+
+
+def test_a_password_field_never_quotes_what_it_holds() -> None:
+    secret = el(role="textbox", tag="input", input_type="password", editable=True, text="Sun!24")
+    assert expressions([secret])[0] == ("the filled text field", "role")

@@ -32,8 +32,8 @@ def test_filled_fields_say_what_they_hold_and_placeholders_only_while_drawn() ->
     named = field(name="otp code", name_source="field-name", text="12")
     assert one(named) == ('the text field containing "12"', "value")
     assert one(field(name="otp code", name_source="field-name")) == (
-        'the text field named "otp code"',
-        "field-name",
+        "the empty text field",
+        "role",
     )
 
 
@@ -50,7 +50,7 @@ def test_icons_glyphs_and_relations() -> None:
         'the text field below "Code"',
         "relation",
     )
-    assert one(el()) == ("", "")  # nothing at all: rejected downstream, never placed
+    assert one(el()) == ("the button", "role")  # no name: its role (issue 34), never dropped
 
 
 def test_duplicates_told_apart_by_their_row_before_context_and_order() -> None:

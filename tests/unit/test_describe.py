@@ -95,13 +95,18 @@ def test_names_fall_back_to_placeholder_then_text() -> None:
     assert said(TypeText(text="x"), filled) == 'Type "x" into the field containing "hello"'
 
 
-def test_unnamed_targets_are_placed_in_screenshot_pixels() -> None:
+def test_unnamed_targets_are_named_by_role_never_by_coordinates() -> None:
     icon = el(x=100, y=50)
     decision = Decision(action=Click(x=301, y=131), target=icon)
-    assert describe(obs(icon, scale=2.0), decision) == "Click the button at (301, 131)"
+    assert describe(obs(icon, scale=2.0), decision) == "Click the button"
     assert describe(obs(icon, scale=2.0), Decision(action=Key(combo="Enter"), target=icon)) == (
-        "Press Enter in the button at (300, 130)"  # its centre, CSS px × device_scale_factor
+        "Press Enter in the button"
     )
+    other = el(1, x=300, y=50)
+    assert describe(obs(icon, other), decision) == "Click the first button"
+    box = el(2, tag="input", role="checkbox", checked=False, x=10, y=200)
+    check = Decision(action=Click(x=12, y=202), target=box)
+    assert describe(obs(box), check) == "Check the checkbox"
 
 
 def test_ordinal_only_when_ambiguous_in_reading_order() -> None:

@@ -167,3 +167,90 @@ def test_stops_where_nothing_is_in_view_after_one_scroll_showed_nothing() -> Non
     scroll, stop = decide_all(policy, nothing, 2)
     assert isinstance(scroll.action, Scroll) and scroll.note == "no target"
     assert isinstance(stop.action, Done) and "nothing to act on" in stop.note
+
+
+# ----------------------------------------------------------------- it finishes what it starts
+
+NO_ENTER_FIRST = ExplorePolicyConfig(type="explore", type_probability=1.0, submit_probability=0.0)
+
+
+def text_field(text: str = "") -> Element:
+    return element(1, role="textbox", tag="input", input_type="text", editable=True, text=text)
+
+
+def test_a_typed_value_is_completed_before_anything_else_and_never_left_on_a_stop() -> None:
+    """One field, no button: the draw that once made Enter rare (submit_probability 0) no
+    longer leaves the value typed and unsubmitted; `nothing new` only after the Enter."""
+    for seed in range(10):
+        policy = make_policy(NO_ENTER_FIRST, TASK, seed=seed)
+        click, typed, enter, stop = decide_all(policy, observation([text_field()]), 4)
+        assert isinstance(click.action, Click) and isinstance(typed.action, TypeText)
+        assert enter.action == Key(combo="Enter") and enter.note == "complete: Enter"
+        assert enter.target is not None and enter.target.selector == "#e1"
+        assert isinstance(stop.action, Done) and stop.note.startswith("nothing new")
+
+
+def test_a_value_the_field_still_holds_after_enter_goes_to_the_add_button_beside_it() -> None:
+    add = element(2, name="Add", box={"x": 200, "y": 20, "width": 40, "height": 20})
+    far = element(3, name="Add", box={"x": 200, "y": 600, "width": 40, "height": 20})
+    other = element(4, name="Help", box={"x": 260, "y": 20, "width": 40, "height": 20})
+    field = element(
+        1,
+        role="textbox",
+        tag="input",
+        editable=True,
+        box={"x": 10, "y": 20, "width": 150, "height": 20},
+    )
+    config = ExplorePolicyConfig(type="explore", type_probability=1.0, submit_probability=1.0)
+    policy = make_policy(config, TASK, seed=0)
+    first = asyncio.run(policy.decide(observation([field, add, far, other]), TASK))
+    while first.target is None or first.target.index != 1:  # walk until the field is clicked
+        first = asyncio.run(policy.decide(observation([field, add, far, other]), TASK))
+    typed = asyncio.run(policy.decide(observation([field, add, far, other]), TASK))
+    assert isinstance(typed.action, TypeText)
+    holding = field.model_copy(update={"text": typed.action.text})
+    after = observation([holding, add, far, other])
+    enter, button = decide_all(policy, after, 2)
+    assert enter.action == Key(combo="Enter")
+    assert button.target is not None and button.target.index == 2  # beside it, not far below
+    assert button.note == "complete: button"
+    walk_on = asyncio.run(policy.decide(after, TASK))  # each way tried: the walk goes on
+    assert walk_on.note != "complete: button" and not isinstance(walk_on.action, Key)
+
+
+def test_a_taken_value_ends_the_completion() -> None:
+    policy = make_policy(NO_ENTER_FIRST, TASK, seed=0)
+    decide_all(policy, observation([text_field()]), 2)  # click, type
+    enter = asyncio.run(policy.decide(observation([text_field(text="Buy groceries")]), TASK))
+    assert enter.action == Key(combo="Enter")
+    cleared = [text_field(), element(7, name="Buy groceries")]  # the app took it: a new item
+    nxt = asyncio.run(policy.decide(observation(cleared), TASK))
+    assert isinstance(nxt.action, Click) and nxt.target is not None and nxt.target.index == 7
+
+
+def test_a_field_the_typing_draw_passed_over_gets_a_second_draw() -> None:
+    config = ExplorePolicyConfig(type="explore", type_probability=0.5, submit_probability=1.0)
+    for seed in range(30):
+        policy = make_policy(config, TASK, seed=seed)
+        decisions = decide_all(policy, observation([text_field()]), 6)
+        clicks = [d for d in decisions if isinstance(d.action, Click)]
+        assert 1 <= len(clicks) <= 2  # at most one more draw, never a loop
+        if len(clicks) == 2:
+            assert decisions[1].target is not None and decisions[1].note == "new"
+    never = ExplorePolicyConfig(type="explore", type_probability=0.0)
+    click, stop = decide_all(make_policy(never, TASK, seed=0), observation([text_field()]), 2)
+    assert isinstance(click.action, Click) and isinstance(stop.action, Done)
+
+
+def test_a_field_not_typed_into_is_drawn_before_most_of_a_dozen_other_controls() -> None:
+    """On a list app the one field sits among a dozen rows' controls; it is weighted so an
+    episode reaches it early enough in its step budget to add something (issue 34)."""
+    others = [element(i) for i in range(2, 14)]
+    early = 0
+    for seed in range(40):
+        policy = make_policy(ExplorePolicyConfig(type="explore", type_probability=0.0), TASK, seed)
+        picks = [
+            d.target.index for d in decide_all(policy, observation([text_field(), *others]), 6)
+        ]
+        early += 1 in picks
+    assert early >= 30  # an unweighted draw of 6 of 13 reaches it about 18 times in 40
