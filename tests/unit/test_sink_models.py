@@ -93,7 +93,6 @@ ADDED_IN_1_3 = {  # schema 1.3: replay verification (added columns only)
     "settle_timed_out",  # steps: the settle gave up at its limit
     "name_source",  # grounding: where the name came from
     "consent_action",  # episodes: the cookie-consent dialog answered before step 0
-    "accessible_name",  # grounding: the accessible name, shown or not (issue 34)
 }
 ADDED_IN_1_4 = {  # schema 1.4: replays from recorded traffic, the minimal path observed
     "path_screenshot",
@@ -102,6 +101,7 @@ ADDED_IN_1_4 = {  # schema 1.4: replays from recorded traffic, the minimal path 
     "verify_note",
     "verify_network",
     "verify_aborted",
+    "accessible_name",  # grounding: the accessible name, shown or not (issue 34)
 }
 
 
