@@ -26,9 +26,12 @@ from pydantic import Field, ValidationError
 from datagen.errors import ExportError
 from datagen.export.split import SplitState
 from datagen.records import Frozen
-from datagen.sink.storage import Storage
+from datagen.sink.storage import Storage, read_small
 
 STATE_KEY = "_export.json"
+# About 60 bytes of split decisions per screenshot hash, group and site: 256 MiB holds millions
+# of samples and refuses a file made to exhaust the exporter's memory (read_small looks first).
+STATE_MAX_BYTES = 256 * 1024 * 1024
 VERSION = 2  # 2: train / validation parts, grounding per screenshot, no JSONL
 COUNTERS = ("tables", "bytes", "source_rows", "failures", "rejected_by_reason", "figures", "tally")
 
@@ -97,7 +100,13 @@ def load_state(storage: Storage) -> ExportState | None:
     """The folder's state, None for a folder without one. ExportError for one not written here."""
     if not storage.exists(STATE_KEY):
         return None
-    raw = storage.get(STATE_KEY)
+    try:
+        raw = read_small(storage, STATE_KEY, STATE_MAX_BYTES)
+    except ValueError as exc:
+        raise ExportError(
+            f"{storage.uri}/{STATE_KEY} {exc}: not a datagen export's state; "
+            "fix: export into another folder with --to, or delete that one"
+        ) from None
     try:
         version = json.loads(raw).get("version", 1)
     except (ValueError, AttributeError):

@@ -318,3 +318,13 @@ def test_cli_takes_validation_and_license(tmp_path: Path) -> None:
     assert _card(to)[0]["license"] == "mit"
     bad = runner.invoke(app, ["export", str(out), "-f", "rl", "--validation", "0.9"])
     assert bad.exit_code == 2 and "--validation" in " ".join(bad.output.split())
+
+
+def test_a_huge_export_state_is_refused_without_being_read(tmp_path: Path) -> None:
+    """A 3 GB (sparse) `_export.json` is refused from its size, with the fix, not read whole."""
+    from datagen.export.state import STATE_KEY, load_state
+
+    with open(tmp_path / STATE_KEY, "wb") as fh:
+        fh.truncate(3 * 1024**3)
+    with pytest.raises(ExportError, match=r"more than the .* such a file holds.*fix:"):
+        load_state(LocalStorage(str(tmp_path)))
