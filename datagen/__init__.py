@@ -17,7 +17,8 @@ __version__ = "0.1.0"
 # verify_replays, verify_ms); reject stage verify, reasons not_reproduced and
 # check_passes_at_start; steps.settle_timed_out, grounding.name_source; episodes.consent_action,
 # reasons bot_wall and straggler (added columns only)
-# 1.4: steps.path_screenshot and path_action_description (the minimal path, observed); the
+# 1.4: steps.path_screenshot, path_action_description and path_url (the minimal path,
+# observed); grounding.accessible_name; the
 # episodes' stop_note, verify_note, verify_network and verify_aborted; status failed_task
 # (added columns only)
 SCHEMA_VERSION = "1.4"

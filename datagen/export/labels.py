@@ -58,13 +58,14 @@ def task_path(episode: Row, steps: list[Row]) -> list[Row]:
 
 def on_path(step: Row) -> Row:
     """A needed step as its task-labelled sample shows it: the screen and the action's words
-    observed on the replay of the minimal path (`path_screenshot`), so that the sample's
+    observed on the replay of the minimal path (`path_screenshot`, its URL `path_url`), so that the sample's
     screen shows no effect of a step its history leaves out. A step without one (nothing was
     left out: the episode's own screens are the path's; or output of schema < 1.4) as it is."""
     if step.get("path_screenshot") is None:
         return step
     words = step.get("path_action_description") or step["action_description"]
-    return {**step, "screenshot": step["path_screenshot"], "action_description": words}
+    url = step.get("path_url") or step["url"]
+    return {**step, "screenshot": step["path_screenshot"], "action_description": words, "url": url}
 
 
 def standin(step: Row) -> bool:

@@ -59,11 +59,11 @@ ACTION: TypeAdapter[Action] = TypeAdapter(Action)
 
 @dataclass
 class Screens:
-    """The minimal path, observed: by step index, its screen and the action in words there;
-    `final`: the screen after its last action (the done step's)."""
+    """The minimal path, observed: by step index, its screen, the action in words there and
+    the page's URL; `final`: the screen and URL after its last action (the done step's)."""
 
-    steps: dict[int, tuple[ImageData, str]] = field(default_factory=dict)
-    final: ImageData | None = None
+    steps: dict[int, tuple[ImageData, str, str]] = field(default_factory=dict)
+    final: tuple[ImageData, str] | None = None
 
 
 class Replayer:
@@ -126,9 +126,8 @@ class Replayer:
                 await session.settle()
                 if observe:
                     obs = await session.observe()
-                    path.final = ImageData(
-                        bytes=obs.screenshot, path=f"path-final.{obs.image_format}"
-                    )
+                    image = ImageData(bytes=obs.screenshot, path=f"path-final.{obs.image_format}")
+                    path.final = (image, obs.url)
                 if await run_check(session, self.task.check, self.task.id) is not True:
                     return None
                 return None if self._diverged(router) else path
@@ -178,7 +177,8 @@ class Replayer:
         target = next((e for e in obs.elements if was == (e.role, e.name)), None)
         if isinstance(action, Click):
             target = None  # where the click lands on this screen (describe finds it)
-        path.steps[index] = (image, describe(obs, Decision(action=action, target=target)))
+        words = describe(obs, Decision(action=action, target=target))
+        path.steps[index] = (image, words, obs.url)
 
     def _diverged(self, router: ReplayRouter) -> bool:
         if router.diverged is None:
@@ -369,12 +369,16 @@ def _write(out: EpisodeOutcome, result: Verdict, replayer: Replayer, began: floa
         if flag and path is not None:
             shown = path.steps.get(i)
             if shown is None and step.action_type == "done" and i > last and path.final:
-                shown = (path.final, step.action_description)
+                shown = (path.final[0], step.action_description, path.final[1])
             if shown is not None:
                 image = shown[0].model_copy(
                     update={"path": f"{out.ids['episode_id']}-{shown[0].path}"}
                 )
-                update |= {"path_screenshot": image, "path_action_description": shown[1]}
+                update |= {
+                    "path_screenshot": image,
+                    "path_action_description": shown[1],
+                    "path_url": shown[2],
+                }
         out.steps[i] = step.model_copy(update=update)
     out.episode = episode.model_copy(
         update={

@@ -166,6 +166,9 @@ class StepRow(Provenance, RowBase):
     path_action_description: str | None = Field(
         None, description="the action in words on that screen (as action_description)"
     )
+    path_url: str | None = Field(
+        None, description="the page's URL on that screen (as url): the path's, not the episode's"
+    )
     needed: bool | None = Field(
         None,
         description="verified by replay on a fresh context (annotation.verify): true: the "

@@ -92,14 +92,16 @@ function show(tab) {{
 function drop(n) {{ [...document.querySelectorAll('li')].slice(0, n).forEach(li => li.remove()); }}
 </script>
 """
-# Apples checked paints a large red block: a screenshot shows at once whether it is
+# Apples checked paints a large red block: a screenshot shows at once whether it is; and the
+# page keeps the choice in its URL (as shops keep filters), so a sample's URL says it too
 FRUIT = """<!doctype html><title>fruit</title>
 <style>body{margin:0;font:16px sans-serif} label{position:absolute;left:20px;width:300px;
 height:60px} input{width:30px;height:30px} span{display:inline-block;width:200px;height:50px}
 #apples:checked + span{background:#ff0000} #pears:checked + span{background:#0000ff}
 button{position:absolute;left:20px;top:200px;width:160px;height:40px}</style>
 <p style="position:absolute;left:400px;top:20px">Select Pears and submit.</p>
-<label style="top:20px"><input id="apples" type="checkbox" value="Apples"><span>Apples</span>
+<label style="top:20px"><input id="apples" type="checkbox" value="Apples" onchange="history.
+replaceState(null, '', location.pathname + (this.checked ? '#apples' : ''))"><span>Apples</span>
 </label>
 <label style="top:100px"><input id="pears" type="checkbox" value="Pears"><span>Pears</span>
 </label>
@@ -368,7 +370,7 @@ def test_task_samples_show_the_minimal_paths_own_screens(
     plugin: ReadyPlugin, site: Site, tmp_path: Path
 ) -> None:
     """Apples, Pears, Submit: Apples is not needed, so no task-labelled sample may show it
-    checked. Scripted (that order for sure) and explore (seeded, several repeats)."""
+    checked, nor carry the URL its check left. Scripted (that order for sure) and explore (seeded, several repeats)."""
     url = f"http://{origin(site)}/fruit"
     scripted = TaskSpec(
         id="fruit-scripted",
@@ -400,6 +402,8 @@ def test_task_samples_show_the_minimal_paths_own_screens(
     assert submits, "no task-labelled Submit sample"
     for sample in submits:
         assert red_share(sample["images"][-1]) == 0, sample["episode_id"]
+        assert "apples" not in sample["url"], sample["url"]  # the path's URL, not the episode's
+    assert steps[2]["url"].endswith("#apples")  # the episode's own Submit step's
     explore_notes = [e["stop_note"] for e in read(out_explore, "episodes")]
     assert all(explore_notes), explore_notes
 

@@ -97,6 +97,7 @@ ADDED_IN_1_3 = {  # schema 1.3: replay verification (added columns only)
 ADDED_IN_1_4 = {  # schema 1.4: replays from recorded traffic, the minimal path observed
     "path_screenshot",
     "path_action_description",
+    "path_url",
     "stop_note",
     "verify_note",
     "verify_network",
