@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -58,7 +59,7 @@ class PageMemoryExceeded(Exception):
 
     def __init__(self, measured_mb: float, ceiling_mb: int, measure: str) -> None:
         super().__init__(
-            f"the page held {measured_mb:.0f} MB ({measure}), above browser.page_memory_mb = "
+            f"the page held {math.ceil(measured_mb)} MB ({measure}), above browser.page_memory_mb = "
             f"{ceiling_mb}; its renderer was stopped"
         )
         self.measured_mb = measured_mb
