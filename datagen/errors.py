@@ -19,7 +19,7 @@ User and setup errors: raised before or instead of a run, printed by the CLI wit
         ├── ExportError            errors               an export cannot be made (source, options, folder)
         └── WorkersUnavailable     errors               no Dask worker can run the shards; the fix
 
-Per-episode failures: caught by the episode's triage (pipeline.failures, browser.failures), each
+Per-episode failures: caught by the episode's triage (pipeline.failures, browser.triage), each
 becomes a `Reject` row; its reason in brackets.
 
     Exception

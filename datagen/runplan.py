@@ -14,7 +14,6 @@ import json
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from datagen import SCHEMA_VERSION
 from datagen.browser.guard import BadUrl, UrlGuard, split_url
 from datagen.config import PipelineConfig
 from datagen.config.scope import is_local_host, url_directory
@@ -22,6 +21,7 @@ from datagen.errors import ConfigError, SourceError
 from datagen.records import TaskSpec
 from datagen.source import load_tasks, shard_tasks
 from datagen.source.readers import SITE_SCHEME
+from datagen.versions import SCHEMA_VERSION
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 starts, and the summary when it ends. Rich tables and lines, no Dask, no pyarrow at import.
 
     runplan.Plan ─► show_plan(), show_warnings() ─► the terminal
-    runtime.RunSummary (manifest, shards, workers) ─► show_summary() ─► the terminal
+    RunSummary (outcome.py: manifest, shards, workers) ─► show_summary() ─► the terminal
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from datagen.observe.safe import plain, safe
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from datagen.observe.outcome import RunSummary
     from datagen.runplan import Plan
-    from datagen.runtime.driver import RunSummary
     from datagen.sink.models import Manifest
 
 

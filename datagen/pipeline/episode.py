@@ -13,20 +13,19 @@ an error or a blank page, that page is a reject and the session goes back (cours
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
 from collections.abc import Awaitable
 from typing import TypeVar
 
 from playwright.async_api import Error as PlaywrightError
 
-from datagen import SCHEMA_VERSION, __version__
 from datagen.annotate.describe import element_at
 from datagen.annotate.relabel import relabel_episode
 from datagen.browser.consent import answer_consent
-from datagen.browser.failures import StepTimedOut, as_hang, run_check, watchdog
+from datagen.browser.failures import StepTimedOut
 from datagen.browser.navigation import NavigationFailed
 from datagen.browser.session import Session
+from datagen.browser.triage import as_hang, run_check, watchdog
 from datagen.browser.walls import on_page, wall_checked
 from datagen.config.urls import strip_credentials
 from datagen.pipeline.context import ShardContext
@@ -37,8 +36,9 @@ from datagen.pipeline.recording import discard_recording, recording_path, verifi
 from datagen.pipeline.rows import (
     EpisodeOutcome,
     annotate,
-    group_columns,
+    digest,
     image_width_limit,
+    new_outcome,
     step_row,
 )
 from datagen.pipeline.straggler import StepClock, StragglerWatch, Straggling
@@ -57,13 +57,9 @@ from datagen.records import (
 )
 from datagen.scope import Stray
 from datagen.validate import check_step
+from datagen.versions import __version__
 
 T = TypeVar("T")
-
-
-def digest(*parts: object) -> str:
-    """A stable hex id of `parts` (episode ids and seeds)."""
-    return hashlib.sha256(":".join(map(str, parts)).encode()).hexdigest()
 
 
 async def run_episode(task: TaskSpec, repeat: int, ctx: ShardContext) -> EpisodeOutcome:
@@ -104,14 +100,7 @@ class Episode:
 
     def __init__(self, task: TaskSpec, repeat: int, ctx: ShardContext) -> None:
         self.task, self.ctx = task, ctx
-        ids = {
-            "run_id": ctx.run_id,
-            "schema_version": SCHEMA_VERSION,
-            "task_id": task.id,
-            "episode_id": digest(ctx.run_id, task.id, repeat)[:16],
-            "browser_version": ctx.host.version,
-        }
-        self.out = EpisodeOutcome(ids=ids, group=group_columns(ctx.run_id, task.id, repeat))
+        self.out = new_outcome(ctx.run_id, task.id, repeat, ctx.host.version)
         self.seed = int(digest(ctx.config.run.seed, task.id, repeat)[:8], 16)
         self.started = time.perf_counter()
         self.session: Session | None = None

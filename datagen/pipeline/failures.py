@@ -1,23 +1,19 @@
 """An episode that failed, read as its reject row (or as a shard that must fail).
 
     exception out of an episode ─► Failure(stage, reason, detail) ─► one RejectRow
-                                └► BrowserDied (from browser/failures.py): the shard is retried
+                                └► BrowserDied (from browser/triage.py): the shard is retried
 
 The pipeline's own failures (the policy's, the episode's time limit) are read here; what a
-browser call's failure means is read by `datagen.browser.failures`.
+browser call's failure means is read by `datagen.browser.triage`.
 """
 
 from __future__ import annotations
 
 from pydantic import ValidationError
 
-from datagen.browser.failures import (
-    BROWSER_FAILURES,
-    Failure,
-    browser_failure,
-    preempting,
-)
+from datagen.browser.failures import BROWSER_FAILURES, Failure
 from datagen.browser.session import Session
+from datagen.browser.triage import browser_failure, preempting
 from datagen.pipeline.context import ShardContext
 from datagen.policy import PolicyFailure
 from datagen.records import RejectReason, TaskSpec

@@ -36,7 +36,7 @@ from datagen.config.scope import is_local_host
 from datagen.pipeline.context import Hosts, ShardContext
 from datagen.pipeline.hostbook import HostBook
 from datagen.pipeline.robots import fetch_robots, robots_allow, robots_detail
-from datagen.pipeline.rows import EpisodeOutcome
+from datagen.pipeline.rows import EpisodeOutcome, new_outcome
 from datagen.records import RejectReason, TaskSpec
 from datagen.scope import site_of
 
@@ -176,9 +176,8 @@ class HostTurn:
                 await asyncio.shield(self.ctx.hosts.release(self.key, self.lease))
 
     def _end(self, reason: RejectReason, detail: str) -> None:
-        from datagen.pipeline.episode import Episode  # episode.py imports this module
-
-        out = Episode(self.task, self.repeat, self.ctx).out
+        ctx = self.ctx
+        out = new_outcome(ctx.run_id, self.task.id, self.repeat, ctx.host.version)
         out.reject("task", reason, detail)
         self.outcome = out
 

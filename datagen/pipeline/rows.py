@@ -35,6 +35,12 @@ from datagen.records import (
 )
 from datagen.records.actions import action_json, action_repr
 from datagen.validate import check_grounding
+from datagen.versions import SCHEMA_VERSION
+
+
+def digest(*parts: object) -> str:
+    """A stable hex id of `parts` (episode ids and seeds)."""
+    return hashlib.sha256(":".join(map(str, parts)).encode()).hexdigest()
 
 
 def group_columns(run_id: str, task_id: str, repeat: int) -> dict[str, Any]:
@@ -65,6 +71,20 @@ class EpisodeOutcome:
         self.rejects.append(
             RejectRow(**self.ids, stage=stage, reason=reason.value, detail=detail[:2000], **where)
         )
+
+
+def new_outcome(run_id: str, task_id: str, repeat: int, browser_version: str) -> EpisodeOutcome:
+    """An episode's outcome before it plays: its ids and group columns, no rows yet. What an
+    `Episode` starts from, and all a task that ends before any session (a blocked host,
+    robots.txt: pipeline/hosts.py) needs to write its one reject row."""
+    ids = {
+        "run_id": run_id,
+        "schema_version": SCHEMA_VERSION,
+        "task_id": task_id,
+        "episode_id": digest(run_id, task_id, repeat)[:16],
+        "browser_version": browser_version,
+    }
+    return EpisodeOutcome(ids=ids, group=group_columns(run_id, task_id, repeat))
 
 
 def image_width_limit(config: PipelineConfig) -> int:

@@ -44,8 +44,9 @@ from pydantic import TypeAdapter
 
 from datagen.annotate.describe import describe
 from datagen.browser.consent import answer_consent
-from datagen.browser.failures import BROWSER_FAILURES, BrowserDied, run_check
+from datagen.browser.failures import BROWSER_FAILURES, BrowserDied
 from datagen.browser.session import Session
+from datagen.browser.triage import run_check
 from datagen.config import VerifyConfig
 from datagen.pipeline.context import ShardContext
 from datagen.pipeline.recording import Recording, ReplayRouter, discard_recording

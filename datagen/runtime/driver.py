@@ -22,16 +22,15 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import dask
 from distributed import Client, LocalCluster, as_completed
 from distributed.utils import format_dashboard_link
 
-from datagen import __version__
 from datagen.config import ClusterConfig, PipelineConfig
 from datagen.errors import WorkersUnavailable
+from datagen.observe.outcome import RunSummary
 from datagen.records import Resumed, ShardResult
 from datagen.runplan import Plan
 from datagen.runtime.dashboard import add_page
@@ -41,7 +40,7 @@ from datagen.runtime.plugin import BrowserPlugin, RunNames
 from datagen.runtime.probe import check_output_reach
 from datagen.runtime.report import LATENCIES, Timeline, step_latencies, write_report
 from datagen.runtime.tasks import OutputFull, run_shard_task
-from datagen.runtime.workers import WorkerReport, WorkerWatch
+from datagen.runtime.workers import WorkerWatch
 from datagen.sink.lease import ShardLeases
 from datagen.sink.manifest import finalize
 from datagen.sink.models import EngineInfo, Manifest
@@ -49,6 +48,7 @@ from datagen.sink.read import read_committed
 from datagen.sink.storage import Storage, output_storage
 from datagen.sink.verify import distrust, verify_output
 from datagen.sink.writer import claim_output, completed_shards, read_markers
+from datagen.versions import __version__
 
 log = logging.getLogger(__name__)
 
@@ -59,29 +59,6 @@ class RunProgress(Protocol):
     def started(self, dashboard: str, episodes: int, resumed: Resumed) -> None: ...
     def episode(self, event: dict[str, Any]) -> None: ...
     def shard(self, result: ShardResult) -> None: ...
-
-
-@dataclass
-class RunSummary:
-    """The outcome of `execute`."""
-
-    manifest: Manifest | None = None  # set when the run ends (`finalize`)
-    results: list[ShardResult] = field(default_factory=list)
-    skipped_shards: list[int] = field(default_factory=list)
-    resumed: Resumed = field(default_factory=Resumed)  # what those shards hold
-    failed_shards: dict[int, str] = field(default_factory=dict)
-    # committed shards that failed the integrity check: marker removed, run again; shard → why
-    redone_shards: dict[int, str] = field(default_factory=dict)
-    # shards another live run of the pipeline held when this one started; of them, those it
-    # committed (the rest this run took over when that run stopped)
-    leased_elsewhere: list[int] = field(default_factory=list)
-    other_run_shards: list[int] = field(default_factory=list)
-    seconds: float = 0.0
-    dashboard: str = ""
-    report: str = ""  # the run report's location, when one was written
-    # worker-seconds each limit held sessions in flight (engine, cpu, memory, sessions, tasks)
-    bound_s: dict[str, float] = field(default_factory=dict)
-    workers: WorkerReport = field(default_factory=WorkerReport)  # failed, lost; shards rerun
 
 
 @contextlib.contextmanager

@@ -19,28 +19,18 @@ import logging
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any
 
 from distributed import Client
 
 from datagen.errors import WorkersUnavailable
+from datagen.observe.outcome import WorkerReport
 from datagen.runtime.plugin import RunNames
 
 log = logging.getLogger(__name__)
 POLL_S = 1.0  # how often the scheduler is asked which workers are ready
 QUIET_S = 3.0  # workers that just set up advertise a moment later: no "waiting" line for that
 SPREAD_WAIT_S = 20.0  # once one worker is ready, how long the first shards wait for the others
-
-
-@dataclass
-class WorkerReport:
-    """What happened to the run's workers (for the summary)."""
-
-    failed: dict[str, str] = field(default_factory=dict)  # worker → why, with the fix
-    lost: list[str] = field(default_factory=list)  # workers lost while the run ran
-    rerun: dict[int, int] = field(default_factory=dict)  # shard → times its task started
-    reused: list[int] = field(default_factory=list)  # shards found committed when run again
 
 
 class WorkerWatch:

@@ -32,8 +32,9 @@ from dataclasses import asdict, dataclass, fields
 
 import psutil
 
+from datagen.sink.listing import ObjectStat
 from datagen.sink.models import ShardClaim
-from datagen.sink.storage import ObjectStat, Storage, read_small
+from datagen.sink.storage import Storage, read_small
 from datagen.sink.writer import completed_shards
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,6 @@ from collections import Counter
 from importlib import metadata
 from typing import Any
 
-from datagen import SCHEMA_VERSION, __version__
 from datagen.errors import OutputError
 from datagen.records import RejectReason
 from datagen.sink.models import (
@@ -29,6 +28,7 @@ from datagen.sink.models import (
 from datagen.sink.schema import TABLES, arrow_schema
 from datagen.sink.storage import Storage
 from datagen.sink.writer import MANIFEST, RUN_FILE, part_key, read_markers, read_run
+from datagen.versions import SCHEMA_VERSION, __version__
 
 PACKAGES = ("playwright", "pyarrow", "dask", "distributed", "pydantic")
 # What the card embeds from outside datagen (the pipeline's name, model ids the servers gave,

@@ -14,12 +14,12 @@ import os
 import re
 import secrets
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from stat import S_ISREG
 from typing import Protocol
 
 from datagen.config import OutputConfig
+from datagen.sink.listing import ObjectStat
 
 
 class Storage(Protocol):
@@ -35,14 +35,6 @@ class Storage(Protocol):
     def stat(self, prefix: str) -> dict[str, ObjectStat]: ...
     def remove_temp(self, older_than_s: float) -> list[str]: ...
     def list(self, prefix: str) -> list[str]: ...
-
-
-@dataclass(frozen=True)
-class ObjectStat:
-    """What a listing says about an object."""
-
-    size: int
-    modified: float  # epoch seconds, by the store's clock (a local file's mtime, S3 LastModified)
 
 
 # LocalStorage.put's temp files: "." + the final name + "." + 8 random characters (`_open_temp`).

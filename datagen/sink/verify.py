@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 
 from datagen.errors import OutputError
 from datagen.sink.checked import check_part, part_chunks
+from datagen.sink.listing import ObjectStat
 from datagen.sink.models import Marker, PartFile
 from datagen.sink.schema import TABLES
-from datagen.sink.storage import ObjectStat, Storage
+from datagen.sink.storage import Storage
 from datagen.sink.writer import RUN_FILE, marker_key, marker_keys, part_key, read_marker
 
 READERS = 8  # parallel GETs: S3 latency, not bandwidth, bounds a serial read of many objects

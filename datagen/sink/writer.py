@@ -29,12 +29,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ValidationError
 
-from datagen import SCHEMA_VERSION, __version__
 from datagen.errors import OutputError
 from datagen.records import ShardResult
 from datagen.sink.models import Marker, PartFile, RunInfo, to_json
 from datagen.sink.schema import TABLES, arrow_schema, compression, image_columns
 from datagen.sink.storage import Storage, read_small
+from datagen.versions import SCHEMA_VERSION, __version__
 
 RUN_FILE = "_run.json"
 MARKERS = "_markers"

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from playwright.async_api import Error as PlaywrightError
 
-from datagen.browser.failures import hung
 from datagen.browser.session import Session
+from datagen.browser.triage import hung
 from datagen.pipeline import ShardContext, run_shard
 from datagen.pipeline.failures import failure
 from datagen.records import Action, Click, RejectReason, SuccessCheck, TaskSpec, Wait

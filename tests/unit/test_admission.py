@@ -167,9 +167,9 @@ def observation(observe_ms: float, settle_ms: float) -> Observation:
 def test_the_dashboard_report_and_summary_say_what_held_the_sessions() -> None:
     from rich.console import Console
 
+    from datagen.observe.outcome import RunSummary
     from datagen.observe.summary import show_limits
     from datagen.runtime.dashboard import binding_table, page, table
-    from datagen.runtime.driver import RunSummary
     from datagen.runtime.report import Timeline, binding_line
 
     workers = {
