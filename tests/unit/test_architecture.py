@@ -163,7 +163,7 @@ def test_the_contracts_catch_a_forbidden_import(tmp_path: Path) -> None:
     """The contracts, on a copy of the code with bad imports added: a type-only one upwards, a
     lazy one of bench from datagen, one between stages the layers allow but the map does not,
     a circle inside a package; and a module on no layer of the map."""
-    for name in ["datagen", "bench", "tests"]:
+    for name in CONFIG["importlinter"]["root_packages"]:
         shutil.copytree(
             REPO / name,
             tmp_path / name,
