@@ -5,10 +5,9 @@ reject), the errors a browser call may raise for the page's sake, and Playwright
     exception from a browser call ─► Failure(stage, reason, detail)   (the episode's reject)
                                   └► BrowserDied                       (the shard fails, retried)
 
-Everything that knows Playwright's error types lives here or in `triage.py` (which reads a
-failure: asks a page whether it is hung, kills a browser that stopped answering), so the
-pipeline reads failures in its own terms. This module is below `host` and `session` (both raise
-its classes); `triage` is above them.
+What a failure means is read in `triage.py` (it asks a page whether it is hung, kills a
+browser that stopped answering), so the pipeline reads failures in its own terms. This module
+is below `host` and `session` (both raise its classes); `triage` is above them.
 """
 
 from __future__ import annotations
