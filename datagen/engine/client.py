@@ -145,11 +145,9 @@ class EngineClient:
         max_backoff_s: float = 8.0,
     ) -> None:
         # user:password@ in the URL is sent as basic auth (a proxy in front of the server) and
-        # kept out of self.url, which every message and log line shows.
+        # kept out of self.url, which every message and log line shows; so is an OpenAI /v1.
         bare, username, password = without_userinfo(url.strip())
-        self.url = bare.rstrip("/").removesuffix(
-            "/v1"
-        )  # OpenAI clients write the /v1; paths add it
+        self.url = bare.rstrip("/").removesuffix("/v1")
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         if username is not None or password is not None:
             if api_key:

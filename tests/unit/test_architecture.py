@@ -12,23 +12,24 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2] / "datagen"
-GROUND = {"records", "config", "errors", "loading", "(datagen)"}
+GROUND = {"records", "config", "errors", "loading", "url", "(datagen)"}
 # package → the datagen packages it may import (besides itself)
 MAY_IMPORT: dict[str, set[str]] = {
     "(datagen)": {"sink"},  # read_committed: a lazy convenience for users
     "records": set(),
     "errors": set(),
+    "url": set(),  # URL parsing and sites: stdlib and publicsuffixlist only
     "loading": {"errors"},
-    "config": {"errors", "loading"},
+    "config": {"errors", "loading", "url"},
     "source": GROUND,
     "browser": GROUND,
-    "scope": GROUND | {"browser"},
+    "scope": GROUND,
     "engine": GROUND,
     "validate": GROUND,
     "sink": GROUND,
     "export": GROUND | {"sink"},
     "annotate": GROUND | {"engine"},
-    "policy": GROUND | {"engine", "browser", "scope"},
+    "policy": GROUND | {"engine", "scope"},
     "pipeline": GROUND
     | {"browser", "engine", "policy", "annotate", "validate", "scope", "sink", "observe"},
     "observe": GROUND | {"sink", "runplan"},
