@@ -47,7 +47,7 @@ annotation reject, an HTTP answer).
     ├── FileProblem                loading              a file is not text or YAML → ConfigError, …
     └── ApiError                   engine.sim.protocol  the stand-in's answer to a bad request
     ValueError
-    ├── BadUrl                     browser.guard        a URL that does not parse → bad_url
+    ├── BadUrl                     url                  a URL that does not parse → bad_url
     ├── ModelOutputError           engine.profiles      the model's text fails its schema
     └── OffScreen                  policy.translate     the model's point is off the image
 

@@ -12,15 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
-from datagen.browser.guard import BadUrl, UrlGuard, split_url
+from datagen.browser.guard import UrlGuard
 from datagen.config import PipelineConfig
-from datagen.config.scope import is_local_host, url_directory
 from datagen.errors import ConfigError, SourceError
 from datagen.records import TaskSpec
 from datagen.source import load_tasks, shard_tasks
 from datagen.source.readers import SITE_SCHEME
+from datagen.url import BadUrl, hostname, is_local_host, netloc, split_url, url_directory
 from datagen.versions import SCHEMA_VERSION
 
 
@@ -113,9 +112,8 @@ def warnings(plan: Plan) -> list[str]:
         if reason is None:
             continue
         count += 1
-        parts = urlsplit(task.start_url)
-        if "public address" in reason and parts.hostname:
-            entry = parts.netloc.rpartition("@")[2].lower()
+        if "public address" in reason and hostname(task.start_url):
+            entry = netloc(task.start_url)
             blocked.setdefault(entry, f"{entry} is not a public address")
         else:
             blocked.setdefault("", reason)

@@ -24,47 +24,27 @@ reject row, then it goes back) and the explore policy prefers links inside the s
 The start page itself (and the page it redirected to) is always in scope: a task whose start
 lies outside its own list would otherwise record nothing.
 
-The registrable domain is found without the Public Suffix List (no download, no dependency): the
-last two labels, or three when the second-to-last is a common second level under a two-letter
-country code (`co.uk`, `com.au`) or the host is under a shared hosting suffix (`github.io`,
-`vercel.app`: each tenant is its own site). A public suffix outside those lists (`k12.ca.us`)
-makes the site wider than its registrable domain: list the hosts when that matters.
+The registrable domain is the Public Suffix List's, bundled (`datagen.url.site_of`, offline):
+`alice.github.io` and `bob.github.io` are two sites, `a.example.co.uk` and `b.example.co.uk`
+one, and `x.k12.ca.us` is its own.
 """
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
-from urllib.parse import urlsplit
 
-from datagen.browser.guard import BadUrl, split_url
-from datagen.config.scope import (
-    SCOPE_KEYWORDS,
-    bad_scope_keyword,
+from datagen.config.scope import SCOPE_KEYWORDS, bad_scope_keyword, read_scope_entry
+from datagen.records import RejectReason
+from datagen.url import (
     is_local_host,
-    read_scope_entry,
+    is_web,
+    origin,
+    page_of,
     url_directory,
 )
-from datagen.records import RejectReason
-
-WEB = ("http", "https")
-DEFAULT_PORTS = {"http": 80, "https": 443}
-# Second levels under two-letter country codes that are public suffixes themselves.
-# fmt: off
-COUNTRY_SECOND_LEVELS = frozenset({
-    "ac", "co", "com", "edu", "gob", "gov", "govt", "gv", "ltd", "mil", "ne", "net", "nhs",
-    "nic", "nom", "or", "org", "plc", "sch",
-})
-# Suffixes under which every subdomain belongs to someone else (the PSL's private section).
-SHARED_SUFFIXES = frozenset({
-    "appspot.com", "azurewebsites.net", "blogspot.com", "cloudfront.net", "firebaseapp.com",
-    "fly.dev", "github.io", "gitlab.io", "glitch.me", "herokuapp.com", "netlify.app",
-    "ngrok-free.app", "ngrok.io", "onrender.com", "pages.dev", "repl.co", "s3.amazonaws.com",
-    "trycloudflare.com", "vercel.app", "web.app", "workers.dev",
-})
-# fmt: on
+from datagen.url import site_of as site_of
 
 
 class Entry(NamedTuple):
@@ -110,18 +90,18 @@ class Scope:
         """The scope of an episode starting at `start_url` (and of the pages in `also`, e.g.
         where the start URL redirected to). `blocked` says why the URL guard would refuse a URL
         (None: it would not), without DNS."""
-        starts = [u for u in (start_url, *also) if _web(u)]
-        pages = frozenset(_page(u) for u in starts)
+        starts = [u for u in (start_url, *also) if is_web(u)]
+        pages = frozenset(page_of(u) for u in starts)
         if isinstance(setting, str):
             if setting not in SCOPE_KEYWORDS:
                 raise ValueError(bad_scope_keyword(setting))
             site = setting == "site"
-            local = [u for u in starts if site and is_local_host(_host(u))]
+            local = [u for u in starts if site and is_local_host(origin(u)[1])]
             return cls(
                 kind=setting,
                 start=start_url,
-                sites=frozenset(site_of(_host(u)) for u in starts if site and u not in local),
-                origins=frozenset(_origin(u) for u in starts if setting == "origin"),
+                sites=frozenset(site_of(origin(u)[1]) for u in starts if site and u not in local),
+                origins=frozenset(origin(u) for u in starts if setting == "origin"),
                 prefixes=tuple(sorted({directory_of(u) for u in local})),
                 pages=pages,
                 blocked=blocked,
@@ -143,28 +123,28 @@ class Scope:
         would load: a link worth following)?"""
         if url.startswith("blob:"):
             url = url[len("blob:") :]  # an object URL belongs to the page that made it
-        if not _web(url):
+        if not is_web(url):
             return False
         if guarded and self.blocked is not None and self.blocked(url) is not None:
             return False
-        if _page(url) in self.pages or self.kind == "anywhere":
+        if page_of(url) in self.pages or self.kind == "anywhere":
             return True
-        host = _host(url)
+        host = origin(url)[1]
         if self.kind == "site":
             return site_of(host) in self.sites or _under(url, self.prefixes)
-        if _origin(url) in self.origins:
+        if origin(url) in self.origins:
             return True
         if self.kind == "origin":
             return False
         return (
             any(host == h or host.endswith("." + h) for h in self.hosts)
-            or (host, _origin(url)[2]) in self.host_ports
+            or (host, origin(url)[2]) in self.host_ports
             or _under(url, self.prefixes)
         )
 
     def is_start(self, url: str) -> bool:
         """Is this the page the episode started on (going back from it leaves the task)?"""
-        return _page(url) in self.pages
+        return page_of(url) in self.pages
 
     def describe(self) -> str:
         """For reject details: "site example.com", "site http://127.0.0.1:8000/todo/",
@@ -194,7 +174,7 @@ def page_problem(
     """
     if url.startswith("chrome-error:"):
         failed = requested or url
-        if requested and _web(requested) and not scope.contains(requested, guarded=False):
+        if requested and is_web(requested) and not scope.contains(requested, guarded=False):
             return Stray(
                 RejectReason.OFF_SCOPE,
                 failed,
@@ -221,7 +201,7 @@ def page_problem(
 
 def same_document(a: str, b: str) -> bool:
     """Do two URLs name the same document (they may differ in the fragment only)?"""
-    return bool(a) and _page(a) == _page(b)
+    return bool(a) and page_of(a) == page_of(b)
 
 
 def parse_entry(entry: str) -> Entry:
@@ -229,75 +209,20 @@ def parse_entry(entry: str) -> Entry:
     says how to write it."""
     written = read_scope_entry(entry)
     if written.kind == "origin":
-        scheme, host, port = _origin(written.text)
+        scheme, host, port = origin(written.text)
         return Entry("origin", host=host, port=port, scheme=scheme)
     if written.kind == "prefix":
-        return Entry("prefix", prefix=_page(written.text))
+        return Entry("prefix", prefix=page_of(written.text))
     return Entry(written.kind, host=written.text, port=written.port)
 
 
 def directory_of(url: str) -> str:
-    """A URL's origin and its path's directory, normalized as `_page` forms are (what a local
+    """A URL's origin and its path's directory, normalized as `page_of` forms are (what a local
     start URL's `site` scope holds): `http://127.0.0.1:80/todo/a.html?b` → `http://127.0.0.1/todo/`.
     """
-    return url_directory(_page(url))
-
-
-def site_of(host: str) -> str:
-    """The registrable domain of a host (see the module docstring); IPs and one-label hosts
-    are their own site."""
-    host = host.lower().strip("[]").rstrip(".")
-    try:
-        ipaddress.ip_address(host)
-        return host
-    except ValueError:
-        pass
-    labels = host.split(".")
-    if len(labels) <= 2:
-        return host
-    for suffix in SHARED_SUFFIXES:
-        if host.endswith("." + suffix):
-            return ".".join(labels[-(suffix.count(".") + 2) :])
-    if len(labels[-1]) == 2 and labels[-2] in COUNTRY_SECOND_LEVELS:
-        return ".".join(labels[-3:])
-    return ".".join(labels[-2:])
+    return url_directory(page_of(url))
 
 
 def _under(url: str, prefixes: Iterable[str]) -> bool:
-    page = _page(url)
+    page = page_of(url)
     return any(page.startswith(p) for p in prefixes)
-
-
-def _web(url: str) -> bool:
-    """An http(s) URL that parses: one that does not (a bad port, an unclosed `[`, as a
-    model's goto or a page's href may have) is no page of any scope."""
-    try:
-        return split_url(url)[0] in WEB
-    except BadUrl:
-        return False
-
-
-def _host(url: str) -> str:
-    return _origin(url)[1]
-
-
-def _origin(url: str) -> tuple[str, str, int]:
-    try:
-        scheme, host, port = split_url(url)
-    except BadUrl:
-        return "", "", 0
-    return scheme, host.rstrip("."), port or DEFAULT_PORTS.get(scheme, 0)
-
-
-def _page(url: str) -> str:
-    """A URL without its fragment, with an explicit path and the default port left out:
-    `http://A:80` and `http://a/#x` are the same page. One that does not parse: itself."""
-    if not _web(url):
-        return url.partition("#")[0]
-    parts = urlsplit(url)
-    scheme, host, port = _origin(url)
-    shown = host if port == DEFAULT_PORTS.get(scheme) else f"{host}:{port}"
-    if ":" in host:
-        shown = f"[{host}]" if port == DEFAULT_PORTS.get(scheme) else f"[{host}]:{port}"
-    query = f"?{parts.query}" if parts.query else ""
-    return f"{scheme}://{shown}{parts.path or '/'}{query}"

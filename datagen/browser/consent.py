@@ -29,13 +29,13 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 from playwright.async_api import ElementHandle, Frame
 
 from datagen.browser.navigation import NavigationFailed
 from datagen.browser.observe import settle_load
 from datagen.records import RejectReason
+from datagen.url import origin
 
 if TYPE_CHECKING:
     from datagen.browser.session import Session
@@ -70,7 +70,7 @@ async def answer_consent(session: Session, mode: str) -> str | None:
         await settle_load(session.page, session.config.navigation_timeout_s)  # some reload
         answer = f"{OUTCOMES[outcome] if gone else 'failed'}:{framework}"
         now = session.page.url
-        if origin(now) != origin(start):
+        if _origin(now) != _origin(start):
             raise NavigationFailed(
                 f"the cookie-consent answer ({answer}) led from {start[:300]} to {now[:300]}, "
                 "another origin: the episode's scope is its start page's",
@@ -80,15 +80,11 @@ async def answer_consent(session: Session, mode: str) -> str | None:
     return None
 
 
-def origin(url: str) -> tuple[str, str, int | None]:
+def _origin(url: str) -> tuple[str, str, int]:
     """(scheme, host, port) of a URL, the port spelled out (http://h and http://h:80 agree);
-    a URL without a host (about:blank, chrome-error://…) is its own origin."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
-    except ValueError:
-        return url, "", None
-    return parts.scheme, (parts.hostname or url), port
+    a URL without a host (about:blank) or that does not parse is its own origin."""
+    scheme, host, port = origin(url)
+    return (scheme, host, port) if host else (url, "", 0)
 
 
 async def _find(frame: Frame, mode: str) -> tuple[str, str, ElementHandle | None] | None:

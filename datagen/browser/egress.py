@@ -34,8 +34,9 @@ import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 
-from datagen.browser.guard import DEFAULT_PORTS, BadUrl, NameNotResolved, UrlGuard, split_url
+from datagen.browser.guard import NameNotResolved, UrlGuard
 from datagen.records import RejectReason
+from datagen.url import DEFAULT_PORTS, BadUrl, split_url
 
 log = logging.getLogger(__name__)
 HEADER_LIMIT = 64 * 1024

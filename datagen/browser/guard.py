@@ -24,8 +24,8 @@ The bundled sites are served on loopback and allowed through this same list. `lo
 A name that does not resolve is no decision of the guard's: `check` and `vet` raise
 `NameNotResolved`, and callers report it as a DNS failure (`dns_failed`), never as a block.
 Nor is a URL that does not parse (an unclosed `[`, a port out of range or not a number):
-`check` and `split_url` raise `BadUrl` (a `bad_url` reject, or an action error for a goto);
-`check_static` returns why.
+`check` and `datagen.url.split_url` raise `BadUrl` (a `bad_url` reject, or an action error for
+a goto); `check_static` returns why.
 
 DNS rebinding: the egress proxy resolves a name once, vets the addresses and dials the one it
 vetted, so a DNS answer that changes between a check and the load cannot reach an address the
@@ -40,13 +40,10 @@ import ipaddress
 import socket
 import time
 from dataclasses import dataclass, field
-from string import hexdigits
-from urllib.parse import urlsplit
 
 from datagen.config.allow import parse_allow_entry
+from datagen.url import DEFAULT_PORTS, WEB_SCHEMES, BadUrl, split_url
 
-WEB_SCHEMES = {"http", "https", "ws", "wss"}
-DEFAULT_PORTS = {"http": 80, "ws": 80, "https": 443, "wss": 443}
 HARMLESS = {"about:blank", "about:srcdoc"}
 DNS_TTL_S = 60.0
 
@@ -58,47 +55,6 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 class NameNotResolved(Exception):
     """DNS has no address for the host: the network's answer, not the guard's refusal."""
-
-
-class BadUrl(ValueError):
-    """A URL that does not parse: the task's or the model's mistake, not the guard's refusal."""
-
-
-def split_url(url: str) -> tuple[str, str, int | None]:
-    """(scheme, host, port) of a URL, lower-cased, the host without IPv6 brackets, the port None
-    when the URL names none. `BadUrl` when it does not parse: `urlsplit` raises ValueError
-    for an unclosed `[`, and `.port` for a port out of range or not a number; and for a host
-    Chromium's parser refuses that Python's lets through (see `_host_problem`)."""
-    try:
-        parts = urlsplit(url)
-        scheme, host, port = parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
-    except ValueError as exc:
-        raise BadUrl(f"cannot parse {url[:300]!r}: {exc}") from None
-    problem = _host_problem(host) if scheme in WEB_SCHEMES else None
-    if problem is not None:
-        raise BadUrl(f"cannot parse {url[:300]!r}: {problem}")
-    return scheme, host, port
-
-
-FORBIDDEN_HOST = frozenset("<>\\^|") | {chr(c) for c in range(0x20)} | {"\x7f"}
-
-
-def _host_problem(host: str) -> str | None:
-    """Why the URL Standard (Chromium) refuses a host Python accepts: a forbidden code point,
-    or a last label that is a number when the whole is no IPv4 address (`999.1.1.1`,
-    `1.2.3.4.5`). IPv6 hosts were checked by `urlsplit` already."""
-    if ":" in host:
-        return None
-    if any(c in FORBIDDEN_HOST for c in host):
-        return "a forbidden character in the host"
-    last = host.removesuffix(".").rpartition(".")[2]
-    numeric = last.isdigit() or (last[:2] == "0x" and all(c in hexdigits for c in last[2:]))
-    if last.isascii() and numeric:
-        try:
-            socket.inet_aton(host.removesuffix("."))  # the URL Standard's IPv4 forms, and C's
-        except OSError:
-            return "not an IPv4 address, though it ends in a number"
-    return None
 
 
 @dataclass

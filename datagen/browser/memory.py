@@ -36,10 +36,11 @@ import math
 import time
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
 
 import psutil
 from playwright.async_api import CDPSession, Frame, Page
+
+from datagen.url import origin_text
 
 log = logging.getLogger(__name__)
 # A page can allocate ~1.5 GB/s (measured): a check every 0.25 s lets it pass its ceiling by
@@ -104,9 +105,9 @@ class PageMemory:
         if frame.parent_frame is not None:
             self._stale = True
             # another site's frame may get a process of its own
-            self._unlisted |= _origin(frame.url) != self._origin
+            self._unlisted |= origin_text(frame.url) != self._origin
             return
-        origin = _origin(frame.url)
+        origin = origin_text(frame.url)
         if origin != self._origin:
             self._origin = origin
             self._stale = self._moved = self._unlisted = True
@@ -215,15 +216,6 @@ async def _frame_pids(cdp: CDPSession) -> set[int]:
         cdp.remove_listener("Tracing.dataCollected", collected)
         cdp.remove_listener("Tracing.tracingComplete", complete)
     return {int(f["processId"]) for f in frames if f.get("processId")}
-
-
-def _origin(url: str) -> str:
-    """scheme://host:port of a URL (the whole text for one that does not parse)."""
-    try:
-        parts = urlsplit(url)
-        return f"{parts.scheme}://{parts.netloc}"
-    except ValueError:
-        return url
 
 
 def _renderer(process: psutil.Process) -> bool:

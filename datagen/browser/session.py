@@ -19,13 +19,14 @@ from playwright.async_api import BrowserContext, CDPSession, Page, Request, Resp
 from datagen.browser.actions import execute
 from datagen.browser.egress import REASON_HEADER, EgressProxy
 from datagen.browser.failures import CheckNotBoolean, target_closed
-from datagen.browser.guard import BadUrl, NameNotResolved, UrlGuard, split_url
+from datagen.browser.guard import NameNotResolved, UrlGuard
 from datagen.browser.hostile import PageEvents
 from datagen.browser.memory import PageMemory
 from datagen.browser.navigation import NavigationFailed, navigation_failure
 from datagen.browser.observe import Camera, settle_load
 from datagen.config import BrowserConfig
 from datagen.records import Action, Element, Goto, Observation, RejectReason, SuccessCheck
+from datagen.url import BadUrl, split_url
 
 log = logging.getLogger(__name__)
 LONG_REQUEST_S = 2.0  # a request open longer than this is a poll or a stream, not loading

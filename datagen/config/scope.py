@@ -4,16 +4,19 @@ episode's `Scope` (normalized hosts, origins, pages).
 
     run.scope: ["example.com", "https://app.example.com/x/"] ─► read_scope_entry() ─► ScopeEntry
     a start URL's host ─► is_local_host() ─► `site`: url_directory(start URL), not a domain
+
+`is_local_host` and `url_directory` live in `datagen.url` (re-exported here).
 """
 
 from __future__ import annotations
 
-import ipaddress
 from typing import NamedTuple
-from urllib.parse import urlsplit
+
+from datagen.url import WEB, BadUrl, split
+from datagen.url import is_local_host as is_local_host
+from datagen.url import url_directory as url_directory
 
 SCOPE_KEYWORDS = ("site", "origin", "anywhere")
-WEB = ("http", "https")
 
 
 class ScopeEntry(NamedTuple):
@@ -30,7 +33,13 @@ def read_scope_entry(entry: str) -> ScopeEntry:
     if not text:
         raise ValueError("an empty scope entry; fix: remove it")
     if "://" in text:
-        parts = urlsplit(text)
+        try:
+            parts = split(text)
+        except BadUrl as exc:
+            raise ValueError(
+                f"scope entry {entry!r} does not parse ({exc}); "
+                'fix: write it like "https://example.com:8443" or "https://example.com/app/"'
+            ) from None
         if parts.scheme.lower() not in WEB or not parts.hostname:
             raise ValueError(
                 f"scope entry {entry!r}: only http(s) origins and URL prefixes are allowed; "
@@ -73,26 +82,3 @@ def bad_scope_keyword(setting: str) -> str:
         f"{setting!r} is not a scope; fix: use site, origin or anywhere, or a list of hosts, "
         f'host:port, origins or URL prefixes (e.g. ["{setting}"])'
     )
-
-
-def is_local_host(host: str) -> bool:
-    """A loopback, IP-literal or one-label host (`127.0.0.1`, `::1`, `10.0.0.5`, `localhost`,
-    `app.localhost`, `intranet`): one that often serves several apps told apart by path (a dev
-    server, the bundled sites), so `site` is its start URL's folder there (`url_directory`)."""
-    host = host.lower().strip("[]").rstrip(".")
-    try:
-        ipaddress.ip_address(host)
-        return True
-    except ValueError:
-        pass
-    return "." not in host or host.endswith(".localhost")
-
-
-def url_directory(url: str) -> str:
-    """A URL up to its path's last `/`, without query or fragment (no other normalization):
-    `http://127.0.0.1:8000/todo/index.html?x#y` → `http://127.0.0.1:8000/todo/`; a path
-    without a trailing slash names a file: `http://h/todo` → `http://h/`."""
-    head = url.partition("#")[0].partition("?")[0]
-    if "/" not in head.partition("://")[2]:
-        return head + "/"
-    return head[: head.rindex("/") + 1]

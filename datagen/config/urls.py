@@ -6,11 +6,14 @@ credentials) and `host:port` pairs (the scheduler, the dashboard).
 
 from __future__ import annotations
 
-import re
 from typing import Annotated
-from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import AfterValidator, PlainSerializer
+
+from datagen.url import BadUrl, split
+from datagen.url import has_userinfo as has_userinfo
+from datagen.url import redact_url as redact_url
+from datagen.url import strip_credentials as strip_credentials
 
 
 def engine_url(url: str | None) -> str | None:
@@ -19,9 +22,9 @@ def engine_url(url: str | None) -> str | None:
     if url is None:
         return None
     try:
-        parts = urlsplit(url.strip())
+        parts = split(url.strip())
         port = parts.port
-    except ValueError as exc:
+    except BadUrl as exc:
         raise ValueError(
             f"{redact_url(url)!r} is not a URL ({exc}). fix: write http://host:8000"
         ) from None
@@ -36,32 +39,7 @@ def engine_url(url: str | None) -> str | None:
             f"{redact_url(url)!r} has a query or fragment. fix: write http://host:8000"
         )
     path = parts.path.rstrip("/").removesuffix("/v1").rstrip("/")
-    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
-
-
-def redact_url(url: str) -> str:
-    """The URL without its user:password part: what may be printed, logged or written."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url.rsplit("@", 1)[-1] if "@" in url else url
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
-
-
-USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)[^/\s?#@]*@")
-
-
-def strip_credentials(text: str) -> str:
-    """`text` with the `user:password@` of every URL in it replaced by `***@` (errors and
-    details quote URLs, Playwright's messages too): what may be printed, logged or kept."""
-    return USERINFO.sub(r"\1***@", text)
-
-
-def has_userinfo(url: str | None) -> bool:
-    """Does the URL carry `user:password@` (sent as basic auth)?"""
-    return bool(url) and "@" in urlsplit(url or "").netloc
+    return f"{parts.scheme}://{parts.netloc}{path}"
 
 
 # A model server's URL: normalized on the way in, written and printed without its credentials.

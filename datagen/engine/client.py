@@ -29,13 +29,14 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import unquote
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 from datagen.engine.control import EngineLoad, InFlightController, PriorityGate
 from datagen.engine.health import EngineWatchdog
+from datagen.url import without_userinfo
 
 log = logging.getLogger(__name__)
 KEEPALIVE_EXPIRY_S = 4.0  # below vLLM's VLLM_HTTP_TIMEOUT_KEEP_ALIVE (5 s)
@@ -144,17 +145,16 @@ class EngineClient:
         max_backoff_s: float = 8.0,
     ) -> None:
         # user:password@ in the URL is sent as basic auth (a proxy in front of the server) and
-        # kept out of self.url, which every message and log line shows.
-        parts = urlsplit(url.strip())
-        self.url = urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1])).rstrip("/")
-        self.url = self.url.removesuffix("/v1")  # OpenAI clients write the /v1; paths add it
+        # kept out of self.url, which every message and log line shows; so is an OpenAI /v1.
+        bare, username, password = without_userinfo(url.strip())
+        self.url = bare.rstrip("/").removesuffix("/v1")
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        if parts.username is not None or parts.password is not None:
+        if username is not None or password is not None:
             if api_key:
                 raise ValueError(
                     f"{self.url}: credentials in the URL and an api_key: keep one of them"
                 )
-            basic = aiohttp.BasicAuth(unquote(parts.username or ""), unquote(parts.password or ""))
+            basic = aiohttp.BasicAuth(unquote(username or ""), unquote(password or ""))
             self._headers = {"Authorization": basic.encode()}
         self._timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=5.0)
         self._http: aiohttp.ClientSession | None = None

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from datagen.browser.guard import BadUrl, UrlGuard, split_url
+from datagen.browser.guard import UrlGuard
 from datagen.browser.session import Session
 from datagen.records import Observation, StepRow
 from datagen.scope import Scope, Stray, page_problem, same_document
+from datagen.url import BadUrl, split_url
 
 MAX_RETURNS = 3  # ways back in a row; the next page out of scope ends the episode
 

@@ -28,17 +28,16 @@ from typing import Any
 
 from playwright.async_api import Request, Response, Route
 
-from datagen.browser.guard import DEFAULT_PORTS, BadUrl, NameNotResolved, split_url
+from datagen.browser.guard import NameNotResolved
 from datagen.browser.navigation import NavigationFailed
 from datagen.browser.session import Session
 from datagen.config.hosts import HostsConfig
-from datagen.config.scope import is_local_host
 from datagen.pipeline.context import Hosts, ShardContext
 from datagen.pipeline.hostbook import HostBook
 from datagen.pipeline.robots import fetch_robots, robots_allow, robots_detail
 from datagen.pipeline.rows import EpisodeOutcome, new_outcome
 from datagen.records import RejectReason, TaskSpec
-from datagen.scope import site_of
+from datagen.url import DEFAULT_PORTS, BadUrl, is_local_host, site_of, split_url
 
 log = logging.getLogger(__name__)
 # Start-URL failures that count toward a block: the host, not the task, is at fault.

@@ -45,13 +45,14 @@ from dataclasses import dataclass, field
 from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 from playwright.async_api import Request, Route, WebSocketRoute
 
 from datagen.config import PipelineConfig
 from datagen.pipeline.rows import EpisodeOutcome
 from datagen.records import TaskSpec
+from datagen.url import hostname, netloc
 
 log = logging.getLogger(__name__)
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -164,20 +165,12 @@ def _entry(raw: dict[str, object], state: int) -> Entry | None:
     )
 
 
-def host_of(url: str) -> str:
-    """host[:port] of a URL ("" when it has none)."""
-    try:
-        return urlsplit(url).netloc.rpartition("@")[2].lower()
-    except ValueError:
-        return ""
-
-
 def is_live(url: str, live: frozenset[str]) -> bool:
     """Is `url` on a host the operator lets replays reach (by name, or name:port)?"""
     if not live:
         return False
-    netloc = host_of(url)
-    return netloc in live or netloc.rsplit(":", 1)[0].strip("[]") in live
+    where = netloc(url)
+    return where in live or where.rsplit(":", 1)[0].strip("[]") in live
 
 
 class ReplayRouter:
@@ -195,20 +188,20 @@ class ReplayRouter:
     async def handle(self, route: Route, request: Request) -> None:
         method, url = request.method.upper(), request.url
         if is_live(url, self.live):
-            self.network[f"{method} {host_of(url)}"] += 1
+            self.network[f"{method} {netloc(url)}"] += 1
             await route.continue_()
             return
         if method in SAFE_METHODS:
             entry = self._safe(method, url)
             if entry is None:
-                self.network[f"{method} {host_of(url)}"] += 1
+                self.network[f"{method} {netloc(url)}"] += 1
                 await route.continue_()
                 return
         else:
             cookie = await request.header_value("cookie") or ""
             entry = self._write(method, url, request.post_data_buffer or b"", cookie)
             if entry is None:
-                self.aborted[f"{method} {host_of(url)}"] += 1
+                self.aborted[f"{method} {netloc(url)}"] += 1
                 if self.diverged is None:
                     self.diverged = f"{method} {url[:200]}"
                 await route.abort("blockedbyclient")
@@ -230,10 +223,10 @@ class ReplayRouter:
     async def socket(self, socket: WebSocketRoute) -> None:
         """A WebSocket of the replay (`context.route_web_socket`): closed, unless live."""
         if is_live(socket.url, self.live):
-            self.network[f"WS {host_of(socket.url)}"] += 1
+            self.network[f"WS {netloc(socket.url)}"] += 1
             socket.connect_to_server()  # messages pass both ways as they are
             return
-        self.aborted[f"WS {host_of(socket.url)}"] += 1
+        self.aborted[f"WS {netloc(socket.url)}"] += 1
         await socket.close(code=1008, reason="datagen replay: answered from a recording")
 
     def _safe(self, method: str, url: str) -> Entry | None:
@@ -268,7 +261,7 @@ class ReplayRouter:
 
 async def _add_cookies(request: Request, lines: Iterable[str]) -> None:
     """Set a recorded redirect's cookies in the request's context (session cookies)."""
-    host = urlsplit(request.url).hostname or ""
+    host = hostname(request.url)
     cookies: list[Any] = []
     for line in lines:
         for name, morsel in _parsed(line).items():

@@ -40,9 +40,7 @@ import hashlib
 import random
 import re
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
 
-from datagen.browser.guard import BadUrl, split_url
 from datagen.config import ExplorePolicyConfig
 from datagen.records import (
     Action,
@@ -59,6 +57,7 @@ from datagen.records import (
     TypeText,
 )
 from datagen.scope import Scope, page_problem
+from datagen.url import BadUrl, path_of, split_url
 
 # Values a person would type, by the field's input type or by words in its name.
 VALUES_BY_TYPE = {
@@ -276,7 +275,7 @@ class Explorer:
 
     def _count_new(self, obs: Observation) -> None:
         """Note the elements in view; `quiet` counts observations in a row with none new."""
-        path = urlsplit(obs.url).path
+        path = path_of(obs.url)
         seen = {(path, e.selector, e.name) for e in obs.elements}
         self.quiet = 0 if seen - self.seen or not self.seen else self.quiet + 1
         self.seen |= seen
@@ -376,7 +375,6 @@ def _scheme(href: str) -> str | None:
 
 def _state_key(obs: Observation) -> str:
     """A page state: path and fragment, plus a digest of what is clickable in view."""
-    parts = urlsplit(obs.url)  # the page's own URL: Chromium's, always parses
     names = "|".join(sorted(f"{e.selector}:{e.name}" for e in obs.elements))
     digest = hashlib.sha1(names.encode()).hexdigest()[:10]
-    return f"{parts.path}#{parts.fragment}@{digest}"
+    return f"{path_of(obs.url)}#{obs.url.partition('#')[2]}@{digest}"

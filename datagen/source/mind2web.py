@@ -25,11 +25,11 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from datagen.errors import SourceError
 from datagen.records import Action, Click, Key, Scroll, TaskSpec, TypeText
 from datagen.source.readers import _text, checked_id, json_lines
+from datagen.url import hostname
 
 JSONL_FIX = "a JSON array of records, or one record per line (JSONL)"
 
@@ -75,7 +75,7 @@ def read_mind2web(
                 start_url=start,
                 instruction=instruction,
                 source="mind2web",
-                site=urlsplit(website).hostname or website if "://" in website else website,
+                site=hostname(website) or website if "://" in website else website,
                 actions=tuple(recorded_actions(record.get("actions") or [], viewport, scale)),
                 reference=tuple(str(r) for r in reprs) if isinstance(reprs, list) else (),
             )

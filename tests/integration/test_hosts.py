@@ -104,3 +104,40 @@ def test_robots_txt_is_fetched_once_and_disallows_start_urls(
     result, _, _ = run(tmp_path, chromium, hosts, tasks("private.test", port, 4))
     assert result.reject_reasons == {"robots_disallowed": 4}
     assert [line[1] for line in log.lines] == ["/robots.txt"]  # once, and no page loaded
+
+
+def test_host_limits_count_per_site_on_the_public_suffix_list(
+    tmp_path: Path, chromium: str, stand_in: Any
+) -> None:
+    """Issue 37: a host's book is its site by the Public Suffix List. Two github.io tenants are
+    two hosts (alice's failures block alice, not bob), and so are two k12.ca.us schools (the
+    hand-written suffix lists before made both `ca.us`); a.example.co.uk and b.example.co.uk are
+    one (a's failures block b). Every name resolves to the stand-ins on 127.0.0.1 in Chromium
+    (no DNS, no network); robots.txt is off, so nothing else asks for a name."""
+    down, up = stand_in(Log(mode="fail")), stand_in(Log())
+    todo = [
+        *tasks("alice.github.io", down, 3, wait_s=0.1),
+        *tasks("bob.github.io", up, 2, wait_s=0.1),
+        *tasks("a.example.co.uk", down, 2, wait_s=0.1),
+        *tasks("b.example.co.uk", down, 2, wait_s=0.1),
+        *tasks("school.k12.ca.us", down, 2, wait_s=0.1),
+        *tasks("other.k12.ca.us", up, 1, wait_s=0.1),
+    ]
+    hosts = {"max_sessions_per_host": 1, "block_after": 2, "respect_robots_txt": False}
+    every_name_here = {"extra_args": ["--host-resolver-rules=MAP * 127.0.0.1"]}
+    result, book, _ = run(tmp_path, chromium, hosts, todo, browser=every_name_here)
+    figures = book.figures()
+    sites = {"alice.github.io", "bob.github.io", "example.co.uk"}
+    assert set(figures) == sites | {"school.k12.ca.us", "other.k12.ca.us"}, figures
+    assert figures["alice.github.io"]["blocked"] and figures["example.co.uk"]["blocked"]
+    assert not figures["bob.github.io"]["blocked"]
+    assert all(f["peak_sessions"] == 1 for f in figures.values()), figures
+    reasons: dict[str, list[str]] = {}
+    for row in read(tmp_path / "out", "rejects", 0):
+        reasons.setdefault(row["task_id"].rpartition("-")[0], []).append(row["reason"])
+    assert "bob.github.io" not in reasons  # bob's tasks ran: alice's block is alice's alone
+    assert "other.k12.ca.us" not in reasons and figures["school.k12.ca.us"]["blocked"]
+    assert sorted(reasons["alice.github.io"]) == ["host_blocked", *["navigation_failed"] * 2]
+    one_site = reasons["a.example.co.uk"] + reasons.get("b.example.co.uk", [])
+    assert sorted(one_site) == [*["host_blocked"] * 2, *["navigation_failed"] * 2]
+    assert result.reject_reasons == {"navigation_failed": 6, "host_blocked": 3}

@@ -9,7 +9,8 @@ import ipaddress
 
 import pytest
 
-from datagen.browser.guard import BadUrl, NameNotResolved, UrlGuard, carried_ipv4, split_url
+from datagen.browser.guard import NameNotResolved, UrlGuard, carried_ipv4
+from datagen.url import BadUrl, split_url
 from tests.helpers import EMBEDDED
 
 LOOPBACK = ["http://127.0.0.1:8000/", "http://localhost:8000/", "http://[::1]:8000/"]

@@ -41,6 +41,15 @@ def test_host_keys() -> None:
     assert host_key("http://127.0.0.1:9/", HostsConfig(exempt=[])) == "127.0.0.1:9"
     assert host_key("data:text/html,x", config) is None
     assert host_key("http://a.example.com:81/", config, own="a.example.com:81") is None
+    # sites by the Public Suffix List (issue 37): one key per github.io tenant, one for a
+    # co.uk domain's hosts, and k12.ca.us schools apart
+    assert host_key("https://alice.github.io/", config) == "alice.github.io"
+    assert host_key("https://bob.github.io/x", config) == "bob.github.io"
+    assert host_key("https://a.example.co.uk/", config) == host_key(
+        "http://b.example.co.uk/", config
+    )
+    assert host_key("https://a.k12.ca.us/", config) != host_key("https://b.k12.ca.us/", config)
+    assert host_key("http://[::1]:8000/", HostsConfig(exempt=[])) == "::1:8000"
 
 
 def test_retry_after_and_robots() -> None:

@@ -44,6 +44,24 @@ def test_site_of(host: str, site: str) -> None:
     assert site_of(host) == site
 
 
+def test_site_scope_follows_the_public_suffix_list() -> None:
+    """Issue 37: a github.io tenant is its own site; co.uk is no site; k12.ca.us does not
+    widen one (the hand-written lists before read `x.k12.ca.us`'s site as `ca.us`)."""
+    alice = Scope.for_task("site", "https://alice.github.io/start")
+    assert alice.contains("https://alice.github.io/other") and alice.describe() == (
+        "site alice.github.io"
+    )
+    assert not alice.contains("https://bob.github.io/")
+    stray = page_problem("https://bob.github.io/", alice)
+    assert stray is not None and stray.reason is RejectReason.OFF_SCOPE
+    shop = Scope.for_task("site", "https://a.example.co.uk/")
+    assert shop.contains("https://b.example.co.uk/x") and not shop.contains("https://other.co.uk/")
+    school = Scope.for_task("site", "https://www.school.k12.ca.us/")
+    assert school.contains("https://mail.school.k12.ca.us/")
+    assert not school.contains("https://other.k12.ca.us/")
+    assert not school.contains("https://city.ca.us/")
+
+
 def test_site_scope_is_the_registrable_domain_any_scheme_or_port() -> None:
     scope = Scope.for_task("site", "https://app.example.com:8443/start")
     assert scope.contains("http://example.com/")
