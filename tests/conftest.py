@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.fakes import FakeEngine
-from tests.helpers import PAGES, ReadyPlugin, make_config, set_up
+from tests.helpers import PAGES, Local, ReadyPlugin, make_config, set_up
 
 if TYPE_CHECKING:
     from datagen.browser.host import BrowserHost
@@ -49,6 +49,13 @@ def browser_plugin(
     config = make_config(tmp_path_factory.mktemp("plugin"), browser={"allow": [pages.origin]})
     with set_up(BrowserPlugin(config)) as plugin:
         yield plugin
+
+
+@pytest.fixture(scope="module")
+def local(browser_plugin: ReadyPlugin) -> Local:
+    """datagen's local runner on the module's browser plugin: shards and episodes run as a
+    worker runs them, without Dask (tests/helpers.py `Local`)."""
+    return Local(browser_plugin)
 
 
 @pytest.fixture(scope="module")

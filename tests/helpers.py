@@ -5,8 +5,8 @@ module imports from another test module: what two of them share lives here.
 - paths and ports: `REPO`, `FIXTURES`, `PAGES`, `closed_port` (a `DeadPort`);
 - waiting for what a page or a server does, not for a length of time: `eventually` (async),
   `until`;
-- configs and a worker's plugin without Dask: `make_config`, `ReadyPlugin`, `set_up`,
-  `run_shard_with_engines`;
+- configs and a worker's plugin without Dask: `make_config`, `ReadyPlugin`, `set_up`, and
+  `Local`: datagen's local runner on such a plugin (the `local` fixture);
 - the CLI as a subprocess and what a run leaves: `datagen`, `rows`, `read`, `check_dataset`,
   `sites_pipeline`, `each_task_once`;
 - a few pieces of test data and their readers: `shard_stats` (a marker's stats),
@@ -45,6 +45,8 @@ from datagen.records import Element, Observation
 
 if TYPE_CHECKING:
     from datagen.browser.host import BrowserHost
+    from datagen.pipeline import EpisodeOutcome, LocalRunner, ShardContext, ShardRun
+    from datagen.pipeline.context import Hosts
     from datagen.records import ShardResult, TaskSpec
     from datagen.runtime.plugin import BrowserPlugin
     from datagen.sink.storage import Storage
@@ -203,29 +205,71 @@ def set_up(plugin: BrowserPlugin) -> Iterator[ReadyPlugin]:
         plugin.teardown(worker=None)
 
 
-async def run_shard_with_engines(
-    plugin: ReadyPlugin, config: PipelineConfig, out: Path, shard: int, tasks: list[TaskSpec]
-) -> Any:
-    """run_shard on a set-up plugin's browser with the config's engine roles started (and
-    closed after), writing to `out`: a shard as a worker runs it, without Dask."""
-    from datagen.engine.roles import Engines
-    from datagen.pipeline import ShardContext, run_shard
-    from datagen.policy import roles_for
-    from datagen.sink.storage import LocalStorage
+class Local:
+    """datagen's local runner (`datagen.pipeline.LocalRunner`) on a set-up plugin, for test code
+    off its loop: each call runs there, on the plugin's browser (`host`: another one started on
+    that loop; `fresh_browser`: one of the runner's own, closed after), `site://` URLs on the
+    plugin's site server, the config's engine roles started when it calls a model, written to
+    the config's output (`storage`: elsewhere), as run "r" (`run_id`)."""
 
-    engines = Engines(config.engine, roles_for(config))
-    await engines.start()
-    try:
-        ctx = ShardContext(
-            config=config,
-            run_id="r",
-            host=plugin.host,
-            storage=LocalStorage(out),
-            engines=engines,
+    def __init__(self, plugin: ReadyPlugin) -> None:
+        self.plugin = plugin
+
+    def runner(
+        self,
+        config: PipelineConfig,
+        *,
+        run_id: str = "r",
+        host: BrowserHost | None = None,
+        fresh_browser: bool = False,
+        storage: Storage | None = None,
+        hosts: Hosts | None = None,
+    ) -> LocalRunner:
+        """A runner of `config` on the plugin's browser (or as said); not started."""
+        from datagen.pipeline import LocalRunner
+
+        return LocalRunner(
+            config,
+            run_id=run_id,
+            host=None if fresh_browser else host if host is not None else self.plugin.host,
+            storage=storage,
+            hosts=hosts,
+            resolve_url=self.plugin.sites.resolve,
         )
-        return await run_shard(shard, tasks, ctx)
-    finally:
-        await engines.close()
+
+    def context(self, config: PipelineConfig, **given: Any) -> ShardContext:
+        """The runner's shard context, for a test calling the pipeline's parts itself (on a
+        browser given, not a fresh one: nothing is started)."""
+        return self.runner(config, **given).context
+
+    def run(
+        self,
+        config: PipelineConfig,
+        shard: int,
+        tasks: list[TaskSpec],
+        timeout: float | None = None,
+        **given: Any,
+    ) -> ShardRun:
+        """One shard of `tasks`, its parts written and its marker last; its stats and rows."""
+        runner = self.runner(config, **given)
+        return self.plugin.run(_started(runner, lambda: runner.run(shard, tasks)), timeout)
+
+    def episode(
+        self,
+        config: PipelineConfig,
+        task: TaskSpec,
+        repeat: int = 0,
+        timeout: float | None = None,
+        **given: Any,
+    ) -> EpisodeOutcome:
+        """One episode of `task` outside a shard (nothing written)."""
+        runner = self.runner(config, **given)
+        return self.plugin.run(_started(runner, lambda: runner.episode(task, repeat)), timeout)
+
+
+async def _started(runner: LocalRunner, work: Callable[[], Awaitable[T]]) -> T:
+    async with runner:
+        return await work()
 
 
 # The CLI as a terminal starts it, whatever the test process's own Ctrl-C state: Ctrl-C

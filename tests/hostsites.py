@@ -14,11 +14,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from datagen.browser.host import BrowserHost
-from datagen.pipeline import ShardContext, run_shard
+from datagen.pipeline import LocalRunner
 from datagen.pipeline.hosts import LocalHosts
 from datagen.records import TaskSpec, Wait
-from datagen.sink.storage import LocalStorage
 from tests.helpers import make_config
 
 RESOLVE_TEST_HOSTS = "--host-resolver-rules=MAP *.test 127.0.0.1"
@@ -165,14 +163,9 @@ def run(
     book = LocalHosts(config.run.hosts)
 
     async def main() -> Any:
-        host = BrowserHost(config.browser)
-        await host.start()
-        try:
-            storage = LocalStorage(tmp_path / "out")
-            ctx = ShardContext(config=config, run_id="r", host=host, storage=storage, hosts=book)
-            return await run_shard(0, todo, ctx), host.episodes
-        finally:
-            await host.close()
+        async with LocalRunner(config, run_id="r", hosts=book) as local:  # its own browser
+            assert local.host is not None
+            return (await local.run(0, todo)).result, local.host.episodes
 
     result, sessions = asyncio.run(main())
     return result, book, sessions

@@ -9,12 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from datagen.pipeline import ShardContext, run_shard
 from datagen.records import TaskSpec, Wait
 from datagen.runtime.plugin import BrowserPlugin
-from datagen.sink.storage import LocalStorage
 from datagen.source.serve import SiteServer
-from tests.helpers import make_config, set_up
+from tests.helpers import Local, make_config, set_up
 
 pytestmark = pytest.mark.browser
 SESSIONS, FLOOR, EPISODES = 6, 2, 18
@@ -54,10 +52,7 @@ def test_starving_observations_hold_the_sessions_at_the_floor(
             grants.append((admission.limit, admission.in_flight - 1))
 
         admission.admit = spied  # type: ignore[method-assign]
-        ctx = ShardContext(
-            config=config, run_id="r", host=plugin.host, storage=LocalStorage(tmp_path / "out")
-        )
-        result = plugin.run(run_shard(1, tasks, ctx), timeout=240)
+        result = Local(plugin).run(config, 1, tasks, timeout=240).result
         figures = admission.figures()
     assert result.episodes + sum(result.reject_reasons.values()) == EPISODES
     assert result.episodes == EPISODES  # held back, never dropped

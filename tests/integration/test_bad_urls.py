@@ -15,10 +15,8 @@ from datagen.browser.host import BrowserHost
 from datagen.browser.navigation import NavigationFailed
 from datagen.config import BrowserConfig, SimConfig
 from datagen.engine.sim import SimServer
-from datagen.pipeline import ShardContext, run_shard
 from datagen.records import Goto, TaskSpec
-from datagen.sink.storage import LocalStorage
-from tests.helpers import make_config, read, run_shard_with_engines
+from tests.helpers import Local, make_config, read
 
 pytestmark = pytest.mark.browser
 # a port out of range, an unclosed bracket, a port that is no number: Python raises on these
@@ -48,15 +46,12 @@ def outcome(out: Path, shard: int) -> tuple[dict[str, Any], dict[str, dict[str, 
 
 
 def test_a_shard_with_malformed_start_urls_and_gotos_records_every_task(
-    browser_plugin: Any, pages: Any, tmp_path: Path
+    local: Local, pages: Any, tmp_path: Path
 ) -> None:
     gotos = [Goto(url=url) for url in [*MALFORMED, *CHROMIUM_REFUSES, NO_SUCH_HOST]]
     config = make_config(tmp_path, policy={"type": "scripted"}, run={"max_steps": 8})
     out = tmp_path / "out"
-    ctx = ShardContext(
-        config=config, run_id="r", host=browser_plugin.host, storage=LocalStorage(out)
-    )
-    result = browser_plugin.run(run_shard(4, tasks(pages.base_url, *gotos), ctx), timeout=180)
+    result = local.run(config, 4, tasks(pages.base_url, *gotos), timeout=180).result
 
     episodes, ended = outcome(out, 4)
     assert set(episodes) == {"good-0", "good-1"} and result.tasks == 7
@@ -96,7 +91,7 @@ def test_malformed_start_urls_are_bad_url_with_the_guard_off(browser_plugin: Any
 
 
 def test_a_model_sending_the_browser_to_malformed_urls_does_not_kill_the_shard(
-    browser_plugin: Any, pages: Any, tmp_path: Path
+    local: Local, pages: Any, tmp_path: Path
 ) -> None:
     def step(action: dict[str, str]) -> str:
         return json.dumps({"thought": "go", "note": "", "action": action})
@@ -111,11 +106,7 @@ def test_a_model_sending_the_browser_to_malformed_urls_does_not_kill_the_shard(
             cluster={"workers": 1, "sessions_per_worker": 1, "dashboard": "127.0.0.1:0"},
             run={"max_steps": 6},
         )
-
-        shard = run_shard_with_engines(
-            browser_plugin, config, tmp_path / "out", 5, tasks(pages.base_url)
-        )
-        result = browser_plugin.run(shard, timeout=180)
+        result = local.run(config, 5, tasks(pages.base_url), timeout=180).result
     episodes, ended = outcome(tmp_path / "out", 5)
     assert result.tasks == 7 and set(episodes) == {"good-0", "good-1"}
     assert set(ended) == {f"bad-{i}" for i in range(5)}

@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from datagen.pipeline import ShardContext, run_episode
+from datagen.pipeline import run_episode
 from datagen.records import TaskSpec
-from datagen.sink.storage import LocalStorage
 from datagen.source.serve import SiteServer
-from tests.helpers import ReadyPlugin, make_config
+from tests.helpers import Local, ReadyPlugin, make_config
 
 pytestmark = pytest.mark.browser
 EPISODES = 8
@@ -27,9 +26,7 @@ def test_explore_adds_the_item_on_an_enter_only_list(
     browser_plugin: ReadyPlugin, pages: SiteServer, tmp_path: Path
 ) -> None:
     config = make_config(tmp_path, run={"max_steps": 6, "seed": 11})
-    ctx = ShardContext(
-        config=config, run_id="enter", host=browser_plugin.host, storage=LocalStorage(tmp_path)
-    )
+    ctx = Local(browser_plugin).context(config, run_id="enter")
     task = TaskSpec(
         id="enter-list", start_url=pages.base_url + "explore/enter-list.html", instruction="x"
     )

@@ -23,13 +23,12 @@ from datagen.export import ExportOptions, ExportResult, export_output
 from datagen.export.coords import Frame
 from datagen.export.phash import NEAR, distance, phash
 from datagen.export.source import group_id
-from datagen.pipeline import ShardContext, run_shard
 from datagen.records import TaskSpec
 from datagen.sink.storage import LocalStorage
 from datagen.sink.writer import claim_output
 from datagen.source import BUNDLED_SITES
 from datagen.source.readers import read_sites
-from tests.helpers import ReadyPlugin, closed_port, make_config, rows
+from tests.helpers import Local, ReadyPlugin, closed_port, make_config, rows
 
 pytestmark = pytest.mark.browser
 datasets = pytest.importorskip("datasets")
@@ -56,7 +55,9 @@ def _tasks(names: list[str]) -> list[TaskSpec]:
 
 
 @pytest.fixture(scope="module")
-def made(browser_plugin: ReadyPlugin, tmp_path_factory: pytest.TempPathFactory) -> Made:
+def made(
+    browser_plugin: ReadyPlugin, local: Local, tmp_path_factory: pytest.TempPathFactory
+) -> Made:
     folder = tmp_path_factory.mktemp("export")
     # replay verification marks the steps each solved episode's task needs: the only steps
     # whose samples carry the task's instruction, and the chosen side of a pair
@@ -67,14 +68,8 @@ def made(browser_plugin: ReadyPlugin, tmp_path_factory: pytest.TempPathFactory) 
     )
     storage = LocalStorage(folder / "out")
     claim_output(storage, "r", {"name": "export-test"})
-    ctx = ShardContext(
-        config=config,
-        run_id="r",
-        host=browser_plugin.host,
-        storage=storage,
-        resolve_url=browser_plugin.sites.resolve,
-    )
-    browser_plugin.run(run_shard(0, _tasks(SHARD_0), ctx), timeout=300)
+    runner = local.runner(config, storage=storage)  # one context for both shards
+    browser_plugin.run(runner.run(0, _tasks(SHARD_0)), timeout=300)
     # a shard being written: its part is there, its marker not yet
     shutil.copy(
         storage.root / "steps/part-00000.parquet", storage.root / "steps/part-00001.parquet"
@@ -86,7 +81,7 @@ def made(browser_plugin: ReadyPlugin, tmp_path_factory: pytest.TempPathFactory) 
         # the URL guard stops it: a task that never becomes an episode (a reject)
         TaskSpec(id="blocked", start_url=f"http://10.0.0.1:{closed_port()}/", instruction="x"),
     ]
-    browser_plugin.run(run_shard(1, _tasks(SHARD_1) + extra, ctx), timeout=300)
+    browser_plugin.run(runner.run(1, _tasks(SHARD_1) + extra), timeout=300)
     second = export_output(str(storage.root), sft)
     third = export_output(str(storage.root), sft)
     return Made(storage.root, first, second, third)

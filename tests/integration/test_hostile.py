@@ -13,12 +13,11 @@ from playwright.async_api import Error as PlaywrightError
 
 from datagen.browser.session import Session
 from datagen.browser.triage import hung
-from datagen.pipeline import ShardContext, run_shard
 from datagen.pipeline.failures import failure
 from datagen.records import Action, Click, RejectReason, SuccessCheck, TaskSpec, Wait
 from datagen.sink.storage import LocalStorage
 from datagen.source.serve import SiteServer
-from tests.helpers import ReadyPlugin, eventually, make_config, read
+from tests.helpers import Local, ReadyPlugin, eventually, make_config, read
 
 pytestmark = pytest.mark.browser
 
@@ -34,7 +33,7 @@ def task(pages: SiteServer, name: str, *actions: Action, **extra: Any) -> TaskSp
 
 
 def test_hostile_pages_end_as_episodes_or_the_right_rejects(
-    browser_plugin: ReadyPlugin, pages: SiteServer, tmp_path: Path
+    browser_plugin: ReadyPlugin, local: Local, pages: SiteServer, tmp_path: Path
 ) -> None:
     # The pages that hang are bounded by a short step timeout in a shard of their own; the others
     # get the default, so a loaded machine's slow step is not taken for a hang.
@@ -60,7 +59,6 @@ def test_hostile_pages_end_as_episodes_or_the_right_rejects(
         ),
     ]
     hanging = {"loop", "hang-after-solved"}
-    storage = LocalStorage(tmp_path / "out")
     results = []
     for shard, step_timeout_s in ((5, 30), (6, 4)):
         config = make_config(
@@ -69,8 +67,7 @@ def test_hostile_pages_end_as_episodes_or_the_right_rejects(
             run={"max_steps": 4, "step_timeout_s": step_timeout_s},
         )
         mine = [t for t in tasks if (t.id in hanging) == (shard == 6)]
-        ctx = ShardContext(config=config, run_id="r", host=browser_plugin.host, storage=storage)
-        results.append(browser_plugin.run(run_shard(shard, mine, ctx), timeout=300))
+        results.append(local.run(config, shard, mine, timeout=300).result)
     episodes = {e["task_id"]: e for s in (5, 6) for e in read(tmp_path / "out", "episodes", s)}
     rejects = {
         r["task_id"]: r
@@ -97,11 +94,11 @@ def test_hostile_pages_end_as_episodes_or_the_right_rejects(
 
 
 def test_renderer_crash_is_flagged_and_classified(
-    browser_plugin: ReadyPlugin, pages: SiteServer, tmp_path: Path
+    browser_plugin: ReadyPlugin, local: Local, pages: SiteServer, tmp_path: Path
 ) -> None:
     config = make_config(tmp_path, policy={"type": "scripted"})
     host = browser_plugin.host
-    ctx = ShardContext(config=config, run_id="r", host=host, storage=LocalStorage(tmp_path / "out"))
+    ctx = local.context(config)
 
     async def scenario() -> tuple[Session, PlaywrightError | None]:
         async with host.session() as session:
@@ -123,19 +120,14 @@ def test_renderer_crash_is_flagged_and_classified(
     assert browser_plugin.run(host.responsive())  # one page crashed, not the browser
 
 
-def test_non_html_start_urls(
-    browser_plugin: ReadyPlugin, pages: SiteServer, tmp_path: Path
-) -> None:
+def test_non_html_start_urls(local: Local, pages: SiteServer, tmp_path: Path) -> None:
     """JSON is shown as text and a PDF in Chromium's viewer: both are pages, so episodes."""
     config = make_config(tmp_path, policy={"type": "scripted"}, run={"max_steps": 2})
     tasks = [
         TaskSpec(id="json", start_url=f"{pages.base_url}hostile/data.json", instruction="x"),
         TaskSpec(id="pdf", start_url=f"{pages.base_url}hostile/report.pdf", instruction="x"),
     ]
-    ctx = ShardContext(
-        config=config, run_id="r", host=browser_plugin.host, storage=LocalStorage(tmp_path / "out")
-    )
-    browser_plugin.run(run_shard(6, tasks, ctx), timeout=60)
+    local.run(config, 6, tasks, timeout=60)
     episodes = {e["task_id"] for e in read(tmp_path / "out", "episodes", 6)}
     rejects = {
         r["task_id"]: r["reason"]
@@ -181,31 +173,26 @@ def test_browser_memory_admission_and_recycling(browser_plugin: ReadyPlugin) -> 
 
 
 def test_an_episode_past_its_own_limit_is_a_timeout_episode(
-    browser_plugin: ReadyPlugin, pages: SiteServer, tmp_path: Path
+    local: Local, pages: SiteServer, tmp_path: Path
 ) -> None:
     config = make_config(
         tmp_path,
         policy={"type": "scripted"},
         run={"episode_timeout_s": 1.5, "step_timeout_s": 30},
     )
-    ctx = ShardContext(
-        config=config, run_id="r", host=browser_plugin.host, storage=LocalStorage(tmp_path / "o")
-    )
     slow = task(pages, "huge", Wait(seconds=1), Wait(seconds=1), Wait(seconds=1))
-    browser_plugin.run(run_shard(6, [slow], ctx), timeout=60)
+    local.run(config, 6, [slow], timeout=60, storage=LocalStorage(tmp_path / "o"))
     (reject,) = [r for r in read(tmp_path / "o", "rejects", 6) if r["stage"] != "grounding"]
     assert (reject["stage"], reject["reason"]) == ("task", "timeout_episode")
 
 
 def test_only_the_episode_limit_is_a_timeout_episode(
-    browser_plugin: ReadyPlugin, pages: SiteServer, tmp_path: Path
+    browser_plugin: ReadyPlugin, local: Local, pages: SiteServer, tmp_path: Path
 ) -> None:
     """A TimeoutError from deeper down (a library's own wait) is not the episode running out of
     time: it is a browser error that says where it came from."""
     config = make_config(tmp_path, policy={"type": "scripted"})
-    ctx = ShardContext(
-        config=config, run_id="r", host=browser_plugin.host, storage=LocalStorage(tmp_path / "o")
-    )
+    ctx = local.context(config)
 
     async def stray() -> None:  # a library's own wait running out, as asyncio raises it
         await asyncio.wait_for(asyncio.sleep(5), 0.01)

@@ -14,11 +14,9 @@ import pytest
 import yaml
 
 from datagen.browser.hostile import FLOOD_NAVIGATIONS
-from datagen.pipeline import ShardContext, run_shard
 from datagen.records import Click, TaskSpec, Wait
-from datagen.sink.storage import LocalStorage
 from datagen.source.serve import SiteServer
-from tests.helpers import ReadyPlugin, datagen, make_config, read, rows, set_up
+from tests.helpers import Local, ReadyPlugin, datagen, make_config, read, rows, set_up
 
 pytestmark = pytest.mark.browser
 
@@ -69,9 +67,7 @@ def shard_of(
         tmp_path, policy={"type": "scripted"}, run={"max_steps": 3, "step_timeout_s": 30}
     )
     tasks = [*(hostile(pages, n) for n in names), normal(pages)]
-    storage = LocalStorage(tmp_path / "out")
-    ctx = ShardContext(config=config, run_id="r", host=plugin.host, storage=storage)
-    plugin.run(run_shard(7, tasks, ctx), timeout=240)
+    Local(plugin).run(config, 7, tasks, timeout=240)
     episodes = {str(e["task_id"]): e for e in read(tmp_path / "out", "episodes", 7)}
     rejects = {
         str(r["task_id"]): r

@@ -20,12 +20,10 @@ from typing import Any
 
 import pytest
 
-from datagen.pipeline import ShardContext, run_episode
 from datagen.pipeline.hosts import LocalHosts
 from datagen.pipeline.robots import ROBOTS_MAX_BYTES
 from datagen.records import TaskSpec
-from datagen.sink.storage import LocalStorage
-from tests.helpers import ReadyPlugin, make_config, read
+from tests.helpers import Local, make_config, read
 from tests.hostsites import Log, run, serve, tasks
 
 pytestmark = pytest.mark.browser
@@ -49,27 +47,17 @@ def stand_in() -> Iterator[Any]:
 
 
 def test_a_start_host_without_dns_is_dns_failed_before_any_robots_fetch(
-    browser_plugin: ReadyPlugin, tmp_path: Path
+    local: Local, tmp_path: Path
 ) -> None:
     """The regression: with the guard on, the robots.txt fetch went first, the egress proxy
     answered it 502 and the task ended robots_disallowed. Now the name's lookup fails first:
     dns_failed, told to the book as the host's failure, and no robots.txt cached."""
-    from datagen.browser.host import BrowserHost
-
     task = TaskSpec(id="nowhere", start_url=f"http://{NO_SUCH_HOST}/start", instruction="x")
     for guard in (True, False):
         config = make_config(tmp_path, browser={"url_guard": guard})
         book = LocalHosts(config.run.hosts)
-        host = browser_plugin.host if guard else BrowserHost(config.browser)
-        if not guard:
-            browser_plugin.run(host.start())
-        try:
-            storage = LocalStorage(str(tmp_path / "out"))
-            ctx = ShardContext(config, "run", host, storage, hosts=book)
-            outcome = browser_plugin.run(run_episode(task, 0, ctx))
-        finally:
-            if not guard:
-                browser_plugin.run(host.close())
+        # unguarded: a browser of the runner's own (the plugin's has its guard on)
+        outcome = local.episode(config, task, run_id="run", hosts=book, fresh_browser=not guard)
         got = [(r.stage, r.reason) for r in outcome.rejects]
         assert got == [("task", "dns_failed")], (guard, outcome.rejects)
         figures = book.figures()[NO_SUCH_HOST]

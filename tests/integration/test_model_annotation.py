@@ -13,13 +13,13 @@ from datagen.config import SimConfig
 from datagen.engine.sim import SimServer
 from datagen.records import Click, TaskSpec
 from datagen.source.serve import SiteServer
-from tests.helpers import ReadyPlugin, make_config, read, run_shard_with_engines
+from tests.helpers import Local, make_config, read
 
 pytestmark = pytest.mark.browser
 
 
 def test_round_trip_keeps_only_expressions_that_ground_back(
-    browser_plugin: ReadyPlugin, pages: SiteServer, tmp_path: Path
+    local: Local, pages: SiteServer, tmp_path: Path
 ) -> None:
     # "#front" is at CSS (20, 20)-(140, 60) in a 1280×800 viewport: its centre in [0,1000] units
     centre = (round(80 / 1280 * 1000), round(40 / 800 * 1000))
@@ -36,10 +36,7 @@ def test_round_trip_keeps_only_expressions_that_ground_back(
             instruction="x",
             actions=(Click(x=80, y=40),),
         )
-
-        result = browser_plugin.run(
-            run_shard_with_engines(browser_plugin, config, tmp_path / "out", 3, [task])
-        )
+        result = local.run(config, 3, [task]).result
     assert result.episodes == 1
     grounding = {g["selector"]: g for g in read(tmp_path / "out", "grounding")}
     front, email = grounding["#front"], grounding["#email"]

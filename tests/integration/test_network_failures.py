@@ -18,10 +18,8 @@ from datagen.browser.egress import REASON_HEADER
 from datagen.browser.host import BrowserHost
 from datagen.browser.navigation import NavigationFailed
 from datagen.config import BrowserConfig
-from datagen.pipeline import ShardContext, run_episode
 from datagen.records import TaskSpec
-from datagen.sink.storage import LocalStorage
-from tests.helpers import ReadyPlugin, closed_port, eventually, make_config
+from tests.helpers import Local, ReadyPlugin, closed_port, eventually, make_config
 
 pytestmark = pytest.mark.browser
 NO_SUCH_HOST = "no-such-host.invalid"  # .invalid never resolves (RFC 6761)
@@ -165,20 +163,11 @@ def test_localhost_and_loopback_allow_entries_cover_each_other(
     assert all(o.startswith("blocked_url") for o in other_port), other_port
 
 
-def test_a_dns_failure_is_the_tasks_dns_failed_reject(
-    browser_plugin: ReadyPlugin, tmp_path: Path
-) -> None:
+def test_a_dns_failure_is_the_tasks_dns_failed_reject(local: Local, tmp_path: Path) -> None:
     task = TaskSpec(id="nowhere", start_url=f"https://{NO_SUCH_HOST}/", instruction="x")
     for guard in (True, False):
         config = make_config(tmp_path, browser={"url_guard": guard})
-        host = browser_plugin.host if guard else BrowserHost(config.browser)
-        if not guard:
-            browser_plugin.run(host.start())
-        try:
-            ctx = ShardContext(config, "run", host, LocalStorage(str(tmp_path / "out")))
-            outcome = browser_plugin.run(run_episode(task, 0, ctx))
-        finally:
-            if not guard:
-                browser_plugin.run(host.close())
+        # unguarded: a browser of the runner's own (the plugin's has its guard on)
+        outcome = local.episode(config, task, run_id="run", fresh_browser=not guard)
         assert [(r.stage, r.reason) for r in outcome.rejects] == [("task", "dns_failed")], guard
         assert outcome.episode is None

@@ -15,13 +15,12 @@ from playwright.async_api import Error as PlaywrightError
 
 from datagen.browser.failures import Failure
 from datagen.browser.memory import PageMemoryExceeded
-from datagen.pipeline import ShardContext, run_shard
 from datagen.pipeline.failures import failure as episode_failure
 from datagen.records import Click, RejectReason, TaskSpec, Wait
 from datagen.runtime.plugin import BrowserPlugin
 from datagen.sink.storage import LocalStorage
 from datagen.source.serve import SiteServer
-from tests.helpers import ReadyPlugin, make_config, read, set_up
+from tests.helpers import Local, ReadyPlugin, make_config, read, set_up
 
 pytestmark = pytest.mark.browser
 CEILING_MB = 384  # the page's own hard stop is 2048 MB: a ceiling that failed still ends
@@ -88,8 +87,8 @@ def test_pages_past_their_memory_ceiling_are_rejected_and_the_shard_goes_on(
         TaskSpec(id="huge", start_url=f"{pages.base_url}hostile/huge.html", instruction="x"),
     ]
     tasks = [hungry(pages, kind) for kind in KINDS] + others
-    ctx = ShardContext(config=config, run_id="r", host=host, storage=LocalStorage(tmp_path / "o"))
-    result = plugin.run(run_shard(7, tasks, ctx), timeout=240)
+    shard = Local(plugin).run(config, 7, tasks, timeout=240, storage=LocalStorage(tmp_path / "o"))
+    result = shard.result
     after = plugin.run(_settled_memory(plugin, baseline + 150), timeout=60)
 
     rejects = {
@@ -123,7 +122,7 @@ def test_a_page_stopped_while_no_step_runs_ends_as_page_memory(
     host = plugin.host
     assert host is not None
     config = make_config(tmp_path, policy={"type": "scripted"})
-    ctx = ShardContext(config=config, run_id="r", host=host, storage=LocalStorage(tmp_path / "o"))
+    ctx = Local(plugin).context(config)
     spec = hungry(pages, "typed")
 
     async def scenario() -> tuple[PageMemoryExceeded | None, bool, Failure]:

@@ -7,12 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from datagen.pipeline import ShardContext, run_shard
 from datagen.records import Click, SuccessCheck, TaskSpec
 from datagen.sink.storage import LocalStorage
 from datagen.sink.writer import completed_shards
 from datagen.source.serve import SiteServer
-from tests.helpers import ReadyPlugin, closed_port, make_config, read
+from tests.helpers import Local, closed_port, make_config, read
 
 pytestmark = pytest.mark.browser
 
@@ -44,15 +43,10 @@ def tasks(base: str) -> list[TaskSpec]:
     ]
 
 
-def test_scripted_shard_rows_and_rejects(
-    browser_plugin: ReadyPlugin, pages: SiteServer, tmp_path: Path
-) -> None:
+def test_scripted_shard_rows_and_rejects(local: Local, pages: SiteServer, tmp_path: Path) -> None:
     config = make_config(tmp_path, policy={"type": "scripted"})
     out = tmp_path / "out"
-    ctx = ShardContext(
-        config=config, run_id="run1", host=browser_plugin.host, storage=LocalStorage(out)
-    )
-    result = browser_plugin.run(run_shard(3, tasks(pages.base_url), ctx))
+    result = local.run(config, 3, tasks(pages.base_url), run_id="run1").result
 
     assert (result.episodes, result.solved) == (2, 1)
     assert result.reject_reasons["blocked_url"] == 1 and result.reject_reasons["check_error"] == 1
@@ -91,9 +85,7 @@ def test_scripted_shard_rows_and_rejects(
     assert {r["task_id"] for r in rejects if r["stage"] == "task"} == {"unreachable"}
 
 
-def test_async_and_non_boolean_checks(
-    browser_plugin: ReadyPlugin, pages: SiteServer, tmp_path: Path
-) -> None:
+def test_async_and_non_boolean_checks(local: Local, pages: SiteServer, tmp_path: Path) -> None:
     """Success labels come from true or false only: promises are awaited (a resolved false is
     not success), anything else is a broken check (check_error), never truthiness."""
     page = pages.base_url + "occluded.html"
@@ -112,10 +104,7 @@ def test_async_and_non_boolean_checks(
     ]
     config = make_config(tmp_path, policy={"type": "scripted"})
     out = tmp_path / "out"
-    ctx = ShardContext(
-        config=config, run_id="r", host=browser_plugin.host, storage=LocalStorage(out)
-    )
-    browser_plugin.run(run_shard(3, specs, ctx))
+    local.run(config, 3, specs)
 
     success = {e["task_id"]: e["success"] for e in read(out, "episodes")}
     broken = {

@@ -15,7 +15,7 @@ from datagen.config import SimConfig
 from datagen.engine.sim import SimServer
 from datagen.records import SuccessCheck, TaskSpec
 from datagen.source.serve import SiteServer
-from tests.helpers import ReadyPlugin, Row, make_config, read, run_shard_with_engines
+from tests.helpers import Local, Row, make_config, read
 
 pytestmark = pytest.mark.browser
 TASK = "Delete your account"  # what both tasks ask; explore does something else
@@ -23,7 +23,7 @@ TASK = "Delete your account"  # what both tasks ask; explore does something else
 
 @pytest.fixture(scope="module")
 def run(
-    browser_plugin: ReadyPlugin, pages: SiteServer, tmp_path_factory: pytest.TempPathFactory
+    local: Local, pages: SiteServer, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[dict[str, list[Row]], dict[str, object]]:
     """One shard of three explore episodes (at most 3 steps each; one solved after a step),
     relabeled with the judge's check; its tables, and the stand-in's stats."""
@@ -44,9 +44,7 @@ def run(
         # check_passes_at_start reject); no replay would pass it, so verification is off here
         solved = SuccessCheck(js="(window.__looks = (window.__looks || 0) + 1) > 1")
         tasks.append(tasks[1].model_copy(update={"id": "solved", "check": solved}))
-        result = browser_plugin.run(
-            run_shard_with_engines(browser_plugin, config, folder / "out", 0, tasks)
-        )
+        result = local.run(config, 0, tasks).result
         stats = httpx.get(sim.url + "/sim/stats").json()
     assert result.episodes == 3
     tables = {t: read(folder / "out", t, 0) for t in ("episodes", "steps", "rejects")}

@@ -12,9 +12,8 @@ import pytest
 from datagen.pipeline import EpisodeOutcome, ShardContext, run_episode, run_shard
 from datagen.records import Back, Click, Goto, TaskSpec
 from datagen.scope import Scope
-from datagen.sink.storage import LocalStorage
 from datagen.source.serve import SiteServer
-from tests.helpers import ReadyPlugin, closed_port, make_config
+from tests.helpers import Local, ReadyPlugin, closed_port, make_config
 
 pytestmark = pytest.mark.browser
 STRAYS = {"off_scope", "error_page", "blank_page"}
@@ -23,9 +22,7 @@ BAD_PAGES = ("chrome-error:", "about:", "data:")
 
 def context(plugin: ReadyPlugin, tmp_path: Path, **overrides: Any) -> ShardContext:
     config = make_config(tmp_path, **{"run": {"max_steps": 12}, **overrides})
-    return ShardContext(
-        config=config, run_id="scope", host=plugin.host, storage=LocalStorage(tmp_path / "out")
-    )
+    return Local(plugin).context(config, run_id="scope")
 
 
 def episode(

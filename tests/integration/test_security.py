@@ -22,10 +22,8 @@ from datagen.browser.egress import REASON_HEADER
 from datagen.browser.host import BrowserHost
 from datagen.browser.navigation import NavigationFailed
 from datagen.config import BrowserConfig
-from datagen.pipeline import ShardContext, run_episode
 from datagen.records import Goto, TaskSpec
-from datagen.sink.storage import LocalStorage
-from tests.helpers import EMBEDDED, ReadyPlugin, eventually, make_config
+from tests.helpers import EMBEDDED, Local, ReadyPlugin, eventually, make_config
 
 pytestmark = pytest.mark.browser
 
@@ -304,7 +302,7 @@ def test_ipv6_forms_of_blocked_ipv4_addresses_are_refused_by_guard_and_proxy(
 
 
 def test_a_goto_redirected_to_a_blocked_address_is_recorded_and_never_a_step(
-    browser_plugin: ReadyPlugin, servers: tuple[Recorder, Recorder], tmp_path: Path
+    browser_plugin: ReadyPlugin, local: Local, servers: tuple[Recorder, Recorder], tmp_path: Path
 ) -> None:
     """The egress proxy refuses the redirect hop (http: its 403 page; https: a failed tunnel,
     Chromium's error page): that page is never a step nor the final screen, and the block is
@@ -329,11 +327,8 @@ def test_a_goto_redirected_to_a_blocked_address_is_recorded_and_never_a_step(
             policy={"type": "scripted"},
             run={"max_steps": len(actions), "scope": scope},  # the last goto: the final look
         )
-        ctx = ShardContext(
-            config=config, run_id="r", host=browser_plugin.host, storage=LocalStorage(tmp_path)
-        )
         task = TaskSpec(id=f"hop-{scope}", start_url=start, instruction="x", actions=actions)
-        out = browser_plugin.run(run_episode(task, 0, ctx), timeout=120)
+        out = local.episode(config, task, timeout=120)
 
         assert out.episode is not None, out.rejects
         assert [s.url for s in out.steps] == [start] * len(actions), scope

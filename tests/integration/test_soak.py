@@ -12,11 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from datagen.pipeline import ShardContext, run_shard
-from datagen.sink.storage import LocalStorage
 from datagen.source import BUNDLED_SITES, shard_tasks
 from datagen.source.readers import read_sites
-from tests.helpers import ReadyPlugin, make_config
+from tests.helpers import Local, ReadyPlugin, make_config
 
 pytestmark = [pytest.mark.browser, pytest.mark.soak, pytest.mark.timeout(3600)]  # 500 episodes
 EPISODES = 500
@@ -32,16 +30,12 @@ def test_browser_memory_stays_bounded(browser_plugin: ReadyPlugin, tmp_path: Pat
     )
     tasks = read_sites(BUNDLED_SITES)
     host = browser_plugin.host
-    storage = LocalStorage(tmp_path / "out")
-    resolve = browser_plugin.sites.resolve
-    ctx = ShardContext(
-        config=config, run_id="soak", host=host, storage=storage, resolve_url=resolve
-    )
+    runner = Local(browser_plugin).runner(config, run_id="soak")  # one context, every shard
     samples: list[tuple[int, float, int]] = []
     done, shard, started = 0, 0, time.monotonic()
     while done < EPISODES:
         for batch in shard_tasks(tasks, 10):
-            result = browser_plugin.run(run_shard(shard, batch, ctx), timeout=600)
+            result = browser_plugin.run(runner.run(shard, batch), timeout=600).result
             shard += 1
             assert result.episodes >= len(batch) - 1, (
                 result

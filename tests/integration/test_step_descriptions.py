@@ -21,11 +21,9 @@ import pytest
 from playwright.async_api import Locator, Page
 from pydantic import TypeAdapter
 
-from datagen.pipeline import ShardContext, run_shard
 from datagen.records import Action, TaskSpec
-from datagen.sink.storage import LocalStorage
 from datagen.source.serve import SiteServer
-from tests.helpers import ReadyPlugin, Row, make_config, read
+from tests.helpers import Local, ReadyPlugin, Row, make_config
 
 pytestmark = pytest.mark.browser
 
@@ -68,9 +66,7 @@ class Run:
 
 
 @pytest.fixture(scope="module")
-def run(
-    browser_plugin: ReadyPlugin, pages: SiteServer, tmp_path_factory: pytest.TempPathFactory
-) -> Run:
+def run(local: Local, pages: SiteServer, tmp_path_factory: pytest.TempPathFactory) -> Run:
     tmp = tmp_path_factory.mktemp("describe")
     config = make_config(
         tmp,
@@ -85,16 +81,8 @@ def run(
         ),
         TaskSpec(id="todo", start_url="site://todo/", instruction="Add an item"),
     ]
-    out = tmp / "out"
-    ctx = ShardContext(
-        config=config,
-        run_id=RUN_ID,
-        host=browser_plugin.host,
-        storage=LocalStorage(out),
-        resolve_url=browser_plugin.sites.resolve,
-    )
-    browser_plugin.run(run_shard(0, tasks, ctx))
-    return Run(read(out, "episodes", shard=0), read(out, "steps", shard=0))
+    shard = local.run(config, 0, tasks, run_id=RUN_ID)
+    return Run(shard.rows("episodes"), shard.rows("steps"))
 
 
 def test_groups_of_repeats(run: Run) -> None:

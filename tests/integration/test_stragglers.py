@@ -15,10 +15,8 @@ import pytest
 
 from datagen.browser.host import BrowserHost
 from datagen.config import BrowserConfig
-from datagen.pipeline import ShardContext, run_shard
 from datagen.records import Click, TaskSpec
-from datagen.sink.storage import LocalStorage
-from tests.helpers import ReadyPlugin, make_config, read
+from tests.helpers import Local, ReadyPlugin, make_config, read
 
 pytestmark = pytest.mark.browser
 
@@ -86,7 +84,7 @@ def host(browser_plugin: ReadyPlugin, slow: SlowSite) -> Iterator[BrowserHost]:
 
 
 def test_a_straggler_is_ended_and_the_shard_does_not_wait(
-    browser_plugin: ReadyPlugin, host: BrowserHost, slow: SlowSite, tmp_path: Path
+    local: Local, host: BrowserHost, slow: SlowSite, tmp_path: Path
 ) -> None:
     click = (Click(x=80, y=40),)
     tasks = [
@@ -104,8 +102,7 @@ def test_a_straggler_is_ended_and_the_shard_does_not_wait(
         run={"max_steps": 3, "straggler_s": 3, "step_timeout_s": 120, "episode_timeout_s": 300},
     )
     out = tmp_path / "out"
-    ctx = ShardContext(config=config, run_id="slow", host=host, storage=LocalStorage(out))
-    result = browser_plugin.run(run_shard(3, tasks, ctx), timeout=280)
+    result = local.run(config, 3, tasks, timeout=280, run_id="slow", host=host).result
 
     assert slow.slow_answered == 0  # the shard committed while the slow page still hung
     assert result.reject_reasons.get("straggler") == 1

@@ -18,10 +18,8 @@ from pathlib import Path
 import pytest
 from playwright.async_api import async_playwright
 
-from datagen.pipeline import ShardContext, run_shard
 from datagen.records import Click, SuccessCheck, TaskSpec, TypeText
-from datagen.sink.storage import LocalStorage
-from tests.helpers import CHROMIUM_ARGS, ReadyPlugin, make_config, read, set_up
+from tests.helpers import CHROMIUM_ARGS, Local, ReadyPlugin, make_config, read, set_up
 
 pytestmark = pytest.mark.browser
 
@@ -168,8 +166,7 @@ def test_replays_keep_only_the_steps_the_task_needs(
         annotation={"grounding": False, "verify": {"max_replays": 12}},
     )
     out = tmp_path / "out"
-    ctx = ShardContext(config=config, run_id="r", host=plugin.host, storage=LocalStorage(out))
-    plugin.run(run_shard(3, tasks, ctx))
+    Local(plugin).run(config, 3, tasks)
 
     episodes = {e["task_id"]: e for e in read(out, "episodes")}
     steps: dict[str, list[dict[str, object]]] = {}

@@ -31,11 +31,10 @@ from PIL import Image
 from datagen.export.options import ExportOptions
 from datagen.export.sft import sft_rows
 from datagen.export.source import read_shard
-from datagen.pipeline import ShardContext, run_shard
 from datagen.records import Click, SuccessCheck, TaskSpec
 from datagen.sink.storage import LocalStorage
 from datagen.sink.writer import read_markers
-from tests.helpers import ReadyPlugin, make_config, read, set_up
+from tests.helpers import Local, ReadyPlugin, make_config, read, set_up
 
 pytestmark = pytest.mark.browser
 
@@ -224,11 +223,9 @@ def run(
         browser={"allow": [origin(site)]},
         annotation={"grounding": False, "verify": sections.pop("verify", {})},
     )
-    out = tmp_path / "out"
-    ctx = ShardContext(config=config, run_id="r", host=plugin.host, storage=LocalStorage(out))
     # a generous watchdog: the whole shard, verification included, well within it
-    plugin.run(asyncio.wait_for(run_shard(3, tasks, ctx), 120))
-    return out
+    Local(plugin).run(config, 3, tasks, timeout=120)
+    return tmp_path / "out"
 
 
 def steps_of(out: Path) -> dict[str, list[dict[str, Any]]]:
@@ -476,8 +473,7 @@ def test_replays_never_open_a_websocket_to_the_site(
         annotation={"grounding": False},
     )
     out = tmp_path / "out"
-    ctx = ShardContext(config=config, run_id="r", host=plugin.host, storage=LocalStorage(out))
-    plugin.run(asyncio.wait_for(run_shard(3, [task], ctx), 120))
+    Local(plugin).run(config, 3, [task], timeout=120)  # a generous watchdog
 
     (episode,) = read(out, "episodes")
     assert episode["verification"] == "minimal" and episode["verify_replays"] >= 2

@@ -15,10 +15,8 @@ import pytest
 
 from datagen.browser.host import BrowserHost
 from datagen.config import BrowserConfig
-from datagen.pipeline import ShardContext, run_shard
 from datagen.records import Click, SuccessCheck, TaskSpec
-from datagen.sink.storage import LocalStorage
-from tests.helpers import ReadyPlugin, make_config, read
+from tests.helpers import Local, ReadyPlugin, make_config, read
 
 pytestmark = pytest.mark.browser
 
@@ -196,10 +194,8 @@ def _run(
     plugin: ReadyPlugin, host: BrowserHost, tmp_path: Path, tasks: list[TaskSpec], **browser: Any
 ) -> dict[str, list[dict[str, Any]]]:
     config = make_config(tmp_path, policy={"type": "scripted"}, browser=browser)
-    out = tmp_path / "out"
-    ctx = ShardContext(config=config, run_id="walls", host=host, storage=LocalStorage(out))
-    plugin.run(run_shard(3, tasks, ctx), timeout=300)
-    return {t: read(out, t) for t in ("episodes", "steps", "grounding", "rejects")}
+    Local(plugin).run(config, 3, tasks, timeout=300, run_id="walls", host=host)
+    return {t: read(tmp_path / "out", t) for t in ("episodes", "steps", "grounding", "rejects")}
 
 
 def test_a_bot_wall_is_a_reject_and_never_a_step(
@@ -257,10 +253,8 @@ def test_a_start_page_that_hangs_at_once_ends_as_a_step_timeout(
         run={"step_timeout_s": 4, "episode_timeout_s": 120},
         browser={"consent": "leave"},
     )
-    out = tmp_path / "out"
-    ctx = ShardContext(config=config, run_id="hangs", host=host, storage=LocalStorage(out))
-    browser_plugin.run(run_shard(3, tasks, ctx), timeout=300)
-    rejects = read(out, "rejects")
+    Local(browser_plugin).run(config, 3, tasks, timeout=300, run_id="hangs", host=host)
+    rejects = read(tmp_path / "out", "rejects")
     assert [(r["stage"], r["reason"]) for r in rejects] == [("episode", "timeout_step")], rejects
     assert rejects[0]["detail"].endswith("took over 4s"), rejects  # the step's limit, not 120 s
 
@@ -346,14 +340,7 @@ def test_the_bundled_shop_banner_is_answered_essential_only(
     tasks = read_sites(BUNDLED_SITES, ["shop"])[:2]
     config = make_config(tmp_path, policy={"type": "explore"}, run={"max_steps": 2})
     out = tmp_path / "out"
-    ctx = ShardContext(
-        config=config,
-        run_id="shop",
-        host=browser_plugin.host,
-        storage=LocalStorage(out),
-        resolve_url=browser_plugin.sites.resolve,
-    )
-    browser_plugin.run(run_shard(3, tasks, ctx), timeout=300)
+    Local(browser_plugin).run(config, 3, tasks, timeout=300, run_id="shop")
     episodes = read(out, "episodes")
     assert len(episodes) == 2 and {e["consent_action"] for e in episodes} == {"rejected:text"}
     banner = [g for g in read(out, "grounding") if g["selector"].startswith("#cookie-")]
