@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import errno
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, get_args
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from datagen.errors import DatagenError
+from datagen.export.choices import Coords, Filter, Format, Instruction, Syntax
 from datagen.observe.safe import plain, safe
 from datagen.observe.summary import show_plan, show_summary, show_warnings
 
@@ -36,6 +37,35 @@ def _add_engine_commands() -> None:
 
 
 _add_engine_commands()
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from datagen import __version__
+
+        console.print(f"datagen {__version__}", markup=False, highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="print the version, exit"
+        ),
+    ] = False,
+) -> None:
+    pass
+
+
+NAME = "<name>"  # the metavar of a choice: its values are in its help, which wraps at spaces
+
+
+def _one_of(choice: Any) -> str:
+    """A Literal's values as help text: `a | b | c`."""
+    return " | ".join(get_args(choice))
+
 
 PipelineArg = Annotated[Path, typer.Argument(help="pipeline file (YAML)", show_default=False)]
 OutputOpt = Annotated[str | None, typer.Option("--output", "-o", help="override output.uri")]
@@ -151,10 +181,12 @@ def plan_command(
     ] = False,
     output: OutputOpt = None,
 ) -> None:
-    """Capacity plan before launch: engine throughput, sessions in flight against the
-    pipeline's, CPU workers per GPU, hours and GPU cost. From datagen's engine model under a
-    named calibration (a published figure on one H100), not a measurement: check it against
-    the dashboard in the first minutes. Contacts no engine: the engine URL may be unset."""
+    """Capacity plan before launch: engine throughput, CPU workers per GPU, hours and GPU cost.
+
+    Also the sessions in flight it takes against the pipeline's. From datagen's engine model
+    under a named calibration (a published figure on one H100), not a measurement: check it
+    against the dashboard in the first minutes. Contacts no engine: the engine URL may be
+    unset."""
     from datagen.capacity.command import PlanOptions, engine_for, run_plan
 
     options = PlanOptions(
@@ -292,8 +324,10 @@ def verify(
         bool, typer.Option("--sizes-only", help="existence and sizes only: no downloads")
     ] = False,
 ) -> None:
-    """Check a dataset's integrity: every marker is readable JSON of the right shape, every part
-    it commits exists with the size and sha256 it records. Exit code 1 if anything is wrong."""
+    """Check a dataset's integrity: its markers, and the size and sha256 of every part.
+
+    Every marker is readable JSON of the right shape, every part it commits exists with the
+    size and sha256 it records. Exit code 1 if anything is wrong."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     from datagen.sink.storage import open_storage
@@ -312,16 +346,28 @@ def verify(
 @app.command("export")
 def export_command(
     uri: Annotated[str, typer.Argument(help="output folder or s3://bucket/prefix of a run")],
-    format: Annotated[str, typer.Option("--format", "-f", help="sft | grounding | rl | pairs")],
+    format: Annotated[
+        Format,
+        typer.Option(
+            "--format", "-f", metavar=NAME, help=f"the training format: {_one_of(Format)}"
+        ),
+    ],
     to: Annotated[
         str | None,
         typer.Option(help="export folder or s3:// prefix (default: OUT/exports/<format>)"),
     ] = None,
     coords: Annotated[
-        str | None, typer.Option(help="pixels | qwen25vl | norm1000 | norm01 (default pixels)")
+        Coords | None,
+        typer.Option(
+            metavar=NAME, help=f"points' and boxes' convention: {_one_of(Coords)} (default pixels)"
+        ),
     ] = None,
     syntax: Annotated[
-        str | None, typer.Option(help="tool | code | uitars (default tool); sft, rl, pairs")
+        Syntax | None,
+        typer.Option(
+            metavar=NAME,
+            help=f"sft, rl, pairs: the actions' syntax: {_one_of(Syntax)} (default tool)",
+        ),
     ] = None,
     min_pixels: Annotated[int | None, typer.Option(help="qwen25vl: min area (3136)")] = None,
     max_pixels: Annotated[int | None, typer.Option(help="qwen25vl: max area (12845056)")] = None,
@@ -332,26 +378,36 @@ def export_command(
         int | None, typer.Option(help="screenshots per sft sample, current last (default 1)")
     ] = None,
     instruction: Annotated[
-        str | None, typer.Option(help="sft: task | relabeled | step (default task)")
+        Instruction | None,
+        typer.Option(
+            metavar=NAME, help=f"sft: the instruction: {_one_of(Instruction)} (default task)"
+        ),
     ] = None,
     filter: Annotated[
-        str | None, typer.Option("--filter", help="sft: solved | judged | all (default solved)")
+        Filter | None,
+        typer.Option(
+            "--filter",
+            metavar=NAME,
+            help=f"sft: which episodes: {_one_of(Filter)} (default solved)",
+        ),
     ] = None,
     validation: Annotated[float | None, typer.Option(help="validation share 0-0.5 (0.1)")] = None,
     license: Annotated[str | None, typer.Option(help="card licence id (default other)")] = None,
     endpoint_url: Annotated[str | None, typer.Option(help="S3-compatible endpoint")] = None,
 ) -> None:
-    """Export a run's committed shards to a training format (Parquet + a dataset card). A rerun
-    adds only shards committed since; a run still writing exports what it has committed."""
+    """Export a run's committed shards to a training format (Parquet + a dataset card).
+
+    A rerun adds only shards committed since; a run still writing exports what it has
+    committed."""
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from datagen.export import ExportOptions, export_output
+    from datagen.export import export_output, parse_options
 
-    given = {"coords": coords, "syntax": syntax, "history": history}
+    given: dict[str, Any] = {"coords": coords, "syntax": syntax, "history": history}
     given |= {"instruction": instruction, "filter": filter, "allow_standin": allow_standin or None}
     given |= {"min_pixels": min_pixels, "max_pixels": max_pixels}
     try:
-        options = ExportOptions.parse(format, **given, validation=validation)
+        options = parse_options(format, **given, validation=validation)
         result = export_output(
             uri,
             options,
