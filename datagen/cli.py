@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import errno
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, get_args
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from datagen.engine.cli import engine_app
 from datagen.errors import DatagenError
 from datagen.export.choices import Coords, Filter, Format, Instruction, Syntax
+from datagen.observe.help import VersionOpt, choice, reflow_help
 from datagen.observe.safe import plain, safe
 from datagen.observe.summary import show_plan, show_summary, show_warnings
 
@@ -30,41 +32,12 @@ console = Console()
 err_console = Console(stderr=True)
 
 
-def _add_engine_commands() -> None:
-    from datagen.engine.cli import engine_app
-
-    app.add_typer(engine_app, name="engine")
-
-
-_add_engine_commands()
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        from datagen import __version__
-
-        console.print(f"datagen {__version__}", markup=False, highlight=False)
-        raise typer.Exit()
+app.add_typer(engine_app, name="engine")
 
 
 @app.callback()
-def _options(
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version", callback=_print_version, is_eager=True, help="print the version, exit"
-        ),
-    ] = False,
-) -> None:
-    pass
-
-
-NAME = "<name>"  # the metavar of a choice: its values are in its help, which wraps at spaces
-
-
-def _one_of(choice: Any) -> str:
-    """A Literal's values as help text: `a | b | c`."""
-    return " | ".join(get_args(choice))
+def _options(version: VersionOpt = False) -> None:
+    pass  # `datagen`'s own options act in their callbacks
 
 
 PipelineArg = Annotated[Path, typer.Argument(help="pipeline file (YAML)", show_default=False)]
@@ -183,10 +156,9 @@ def plan_command(
 ) -> None:
     """Capacity plan before launch: engine throughput, CPU workers per GPU, hours and GPU cost.
 
-    Also the sessions in flight it takes against the pipeline's. From datagen's engine model
-    under a named calibration (a published figure on one H100), not a measurement: check it
-    against the dashboard in the first minutes. Contacts no engine: the engine URL may be
-    unset."""
+    Sessions in flight against the pipeline's, from datagen's engine model under a named
+    calibration (a published figure on one H100), not a measurement: check it against the
+    dashboard in the first minutes. Contacts no engine: the engine URL may be unset."""
     from datagen.capacity.command import PlanOptions, engine_for, run_plan
 
     options = PlanOptions(
@@ -346,28 +318,16 @@ def verify(
 @app.command("export")
 def export_command(
     uri: Annotated[str, typer.Argument(help="output folder or s3://bucket/prefix of a run")],
-    format: Annotated[
-        Format,
-        typer.Option(
-            "--format", "-f", metavar=NAME, help=f"the training format: {_one_of(Format)}"
-        ),
-    ],
+    format: Annotated[Format, choice(Format, "the training format", "--format", "-f")],
     to: Annotated[
         str | None,
         typer.Option(help="export folder or s3:// prefix (default: OUT/exports/<format>)"),
     ] = None,
     coords: Annotated[
-        Coords | None,
-        typer.Option(
-            metavar=NAME, help=f"points' and boxes' convention: {_one_of(Coords)} (default pixels)"
-        ),
+        Coords | None, choice(Coords, "points' and boxes' convention", default="pixels")
     ] = None,
     syntax: Annotated[
-        Syntax | None,
-        typer.Option(
-            metavar=NAME,
-            help=f"sft, rl, pairs: the actions' syntax: {_one_of(Syntax)} (default tool)",
-        ),
+        Syntax | None, choice(Syntax, "sft, rl, pairs: the actions' syntax", default="tool")
     ] = None,
     min_pixels: Annotated[int | None, typer.Option(help="qwen25vl: min area (3136)")] = None,
     max_pixels: Annotated[int | None, typer.Option(help="qwen25vl: max area (12845056)")] = None,
@@ -378,18 +338,10 @@ def export_command(
         int | None, typer.Option(help="screenshots per sft sample, current last (default 1)")
     ] = None,
     instruction: Annotated[
-        Instruction | None,
-        typer.Option(
-            metavar=NAME, help=f"sft: the instruction: {_one_of(Instruction)} (default task)"
-        ),
+        Instruction | None, choice(Instruction, "sft: the instruction", default="task")
     ] = None,
     filter: Annotated[
-        Filter | None,
-        typer.Option(
-            "--filter",
-            metavar=NAME,
-            help=f"sft: which episodes: {_one_of(Filter)} (default solved)",
-        ),
+        Filter | None, choice(Filter, "sft: which episodes", "--filter", default="solved")
     ] = None,
     validation: Annotated[float | None, typer.Option(help="validation share 0-0.5 (0.1)")] = None,
     license: Annotated[str | None, typer.Option(help="card licence id (default other)")] = None,
@@ -397,8 +349,7 @@ def export_command(
 ) -> None:
     """Export a run's committed shards to a training format (Parquet + a dataset card).
 
-    A rerun adds only shards committed since; a run still writing exports what it has
-    committed."""
+    A rerun adds only shards committed since; a run still writing exports what it committed."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     from datagen.export import export_output, parse_options
@@ -409,21 +360,12 @@ def export_command(
     try:
         options = parse_options(format, **given, validation=validation)
         result = export_output(
-            uri,
-            options,
-            to,
-            endpoint_url,
+            uri, options, to, endpoint_url, license=license,
             on_shard=lambda shard, rows: console.print(f"shard {shard}: {rows} rows"),
-            license=license,
-        )
+        )  # fmt: skip
     except (OSError, DatagenError, BotoCoreError, ClientError) as exc:
         raise _fail(exc) from None
-    assert result.state is not None
-    totals = result.state.totals()
-    failures = ", ".join(f"{c} {n}" for c, n in sorted(totals.failures.items())) or "none"
-    line = f"{format}: {len(result.exported)} shards exported ({result.rows_added} rows), "
-    line += f"{result.skipped} already there; {totals.rows} rows in {result.target}; "
-    console.print(plain(f"{line}failures: {failures}"), markup=False, soft_wrap=True)
+    console.print(plain(result.summary()), markup=False, soft_wrap=True)
 
 
 @app.command()
@@ -449,6 +391,9 @@ def schemas(
         return
     for path in write_json_schemas():
         console.print(f"wrote {path}")
+
+
+reflow_help(app)
 
 
 def main() -> None:

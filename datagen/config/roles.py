@@ -17,3 +17,5 @@ from typing import Literal, get_args
 
 RoleName = Literal["policy", "localizer", "judge", "writer", "relabel"]
 ROLES: tuple[RoleName, ...] = get_args(RoleName)
+# Who makes an engine call: a role, or None for a call outside them (`engine check`, a bench).
+Caller = RoleName | None

@@ -34,7 +34,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from datagen.config.roles import RoleName
+from datagen.config.roles import Caller
 from datagen.engine.control import EngineLoad, InFlightController, PriorityGate
 from datagen.engine.health import EngineWatchdog
 
@@ -111,14 +111,9 @@ class ChatClient(Protocol):
     """The one call a model role makes (the seam for a fake engine in unit tests)."""
 
     async def chat(
-        self,
-        payload: dict[str, Any],
-        *,
-        timeout_s: float | None = None,
-        role: RoleName | None = None,
+        self, payload: dict[str, Any], *, timeout_s: float | None = None, role: Caller = None
     ) -> ChatResult:
-        """One chat completion for `role` (None: a caller outside the roles, such as a check or
-        a bench): the answer, its usage, latency and attempts."""
+        """One chat completion for `role`: the answer, its usage, latency and attempts."""
         ...
 
 
@@ -292,11 +287,7 @@ class EngineClient:
     # ------------------------------------------------------------------ chat
 
     async def chat(
-        self,
-        payload: dict[str, Any],
-        *,
-        timeout_s: float | None = None,
-        role: RoleName | None = None,
+        self, payload: dict[str, Any], *, timeout_s: float | None = None, role: Caller = None
     ) -> ChatResult:
         """One chat completion, retried on transient failures, through `role`'s gate share."""
         base_id = uuid.uuid4().hex

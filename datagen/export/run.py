@@ -53,6 +53,15 @@ class ExportResult:
     rows_added: int = 0  # samples written by this call
     state: ExportState | None = None  # the folder's state after it
 
+    def summary(self) -> str:
+        """One line: what this call exported, what the folder holds, its failures."""
+        assert self.state is not None, "the summary of a finished export"
+        totals, fmt = self.state.totals(), self.state.options["format"]
+        failures = ", ".join(f"{c} {n}" for c, n in sorted(totals.failures.items())) or "none"
+        line = f"{fmt}: {len(self.exported)} shards exported ({self.rows_added} rows), "
+        line += f"{self.skipped} already there; {totals.rows} rows in {self.target}; "
+        return f"{line}failures: {failures}"
+
 
 def default_target(source: str, fmt: str) -> str:
     """`<output>/exports/<format>` (beside the run's tables, never among them)."""

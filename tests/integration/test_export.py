@@ -374,10 +374,10 @@ def test_cli_exports_and_names_bad_options(made: Made) -> None:
     again = runner.invoke(app, ["export", str(made.out), "-f", "grounding", "--to", str(to)])
     assert "0 shards exported (0 rows), 2 already there" in again.output
     cases = {
-        ("-f", "video"): "--format 'video' is not one of",
+        ("-f", "video"): "'video' is not one of 'sft', 'grounding', 'rl', 'pairs'",
         ("-f", "grounding", "--history", "3"): "does not read --history",
         ("-f", "sft", "--filter", "judged"): "add --instruction relabeled",
-        ("-f", "sft", "--coords", "inches"): "--coords 'inches'",
+        ("-f", "sft", "--coords", "inches"): "'--coords': Value error, 'inches' is not one of",
         ("-f", "grounding", "--coords", "norm01", "--to", str(to)): "made with --format grounding",
     }
     for args, message in cases.items():
