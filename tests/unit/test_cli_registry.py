@@ -156,7 +156,7 @@ def test_an_unregistered_value_is_refused_naming_the_registered_ones(
 ) -> None:
     args = ["export", str(tmp_path), "-f", "sft", option, "nope"]
     result = CliRunner().invoke(app, args)
-    said = " ".join(result.output.split())
+    said = " ".join(result.output.replace("│", " ").split())  # the error box wraps it
     key = option.removeprefix("--")
     assert result.exit_code == 2 and "'nope' is not one of" in said, said
     assert all(f"'{v}'" in said for v in CHOICES[key]), said
