@@ -198,3 +198,22 @@ def test_the_choices_keep_the_cli_light() -> None:
     code = "import sys, datagen.cli; print(sorted({'pyarrow', 'pydantic'} & set(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def test_the_docs_list_every_registered_value() -> None:
+    """docs/training.md names each choice's values as the help does (`--coords a | b | …`), and
+    docs/output.md's tables and paragraphs reach every format, convention and syntax (the
+    README once listed 3 of 4 conventions and 2 of 3 syntaxes)."""
+    training = " ".join((DOCS / "training.md").read_text().split())
+    for option in ("coords", "syntax"):
+        assert f"`--{option} {' | '.join(CHOICES[option])}`" in training, option
+    assert "--format sft|grounding|rl|pairs" in training.replace(" | ", "|")
+    output = (DOCS / "output.md").read_text()
+    for value in CHOICES["coords"]:
+        assert f"\n| `{value}`" in output, value  # a row of the conventions' table
+    for option in ("format", "syntax", "instruction", "filter"):
+        for value in CHOICES[option]:
+            assert f"`{value}`" in output, (option, value)
