@@ -24,7 +24,7 @@ from datagen.config.policy import (
     ScriptedPolicyConfig,
     VlmPolicyConfig,
 )
-from datagen.config.roles import ROLES, RoleName
+from datagen.config.roles import ROLES, Caller, RoleName
 from datagen.config.run import ClusterConfig, OutputConfig, RunConfig
 from datagen.config.sim import STANDIN_OWNER, SimConfig
 from datagen.config.sources import (
@@ -52,6 +52,7 @@ __all__ = [
     "AllowEntry",
     "AnnotationConfig",
     "BrowserConfig",
+    "Caller",
     "ClusterConfig",
     "EngineConfig",
     "ExplorePolicyConfig",

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 import datagen
 from datagen.cli import app
-from datagen.config import ROLES, RoleName
+from datagen.config import ROLES, RoleConfig, RoleName
 from datagen.engine.roles import PRIORITY
 from datagen.export import FORMATS, export_format
 from datagen.export.choices import CHOICES, Format
@@ -217,3 +217,25 @@ def test_the_docs_list_every_registered_value() -> None:
     for option in ("format", "syntax", "instruction", "filter"):
         for value in CHOICES[option]:
             assert f"`{value}`" in output, (option, value)
+
+
+def test_role_names_are_the_literal_wherever_a_role_is_named() -> None:
+    """A misspelt role (`engines.ask("judeg", …)`) is a mypy error, because every place that
+    takes a role name is typed with RoleName (before: `str`)."""
+    from typing import get_type_hints
+
+    from datagen.capacity.model import Call
+    from datagen.config import Caller
+    from datagen.engine.client import ChatClient, EngineClient
+    from datagen.engine.roles import Engines, Role
+
+    for function, parameter in (
+        (Engines.ask, "role"),
+        (Engines.has, "role"),
+        (Engines.attach, "name"),
+    ):
+        assert get_type_hints(function)[parameter] == RoleName
+    assert get_type_hints(Role)["name"] == RoleName and get_type_hints(Call)["role"] == RoleName
+    for client in (ChatClient, EngineClient):
+        assert get_type_hints(client.chat)["role"] == Caller == RoleName | None
+    assert get_type_hints(roles_for)["return"] == dict[RoleName, RoleConfig]
