@@ -13,7 +13,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from datagen.engine.cli import engine_app
 from datagen.errors import DatagenError
+from datagen.export.choices import Coords, Filter, Format, Instruction, Syntax
+from datagen.observe.help import VersionOpt, choice, reflow_help
 from datagen.observe.safe import plain, safe
 from datagen.observe.summary import show_plan, show_summary, show_warnings
 
@@ -29,13 +32,13 @@ console = Console()
 err_console = Console(stderr=True)
 
 
-def _add_engine_commands() -> None:
-    from datagen.engine.cli import engine_app
-
-    app.add_typer(engine_app, name="engine")
+app.add_typer(engine_app, name="engine")
 
 
-_add_engine_commands()
+@app.callback()
+def _options(version: VersionOpt = False) -> None:
+    pass  # `datagen`'s own options act in their callbacks
+
 
 PipelineArg = Annotated[Path, typer.Argument(help="pipeline file (YAML)", show_default=False)]
 OutputOpt = Annotated[str | None, typer.Option("--output", "-o", help="override output.uri")]
@@ -151,10 +154,11 @@ def plan_command(
     ] = False,
     output: OutputOpt = None,
 ) -> None:
-    """Capacity plan before launch: engine throughput, sessions in flight against the
-    pipeline's, CPU workers per GPU, hours and GPU cost. From datagen's engine model under a
-    named calibration (a published figure on one H100), not a measurement: check it against
-    the dashboard in the first minutes. Contacts no engine: the engine URL may be unset."""
+    """Capacity plan before launch: engine throughput, CPU workers per GPU, hours and GPU cost.
+
+    Sessions in flight against the pipeline's, from datagen's engine model under a named
+    calibration (a published figure on one H100), not a measurement: check it against the
+    dashboard in the first minutes. Contacts no engine: the engine URL may be unset."""
     from datagen.capacity.command import PlanOptions, engine_for, run_plan
 
     options = PlanOptions(
@@ -292,8 +296,10 @@ def verify(
         bool, typer.Option("--sizes-only", help="existence and sizes only: no downloads")
     ] = False,
 ) -> None:
-    """Check a dataset's integrity: every marker is readable JSON of the right shape, every part
-    it commits exists with the size and sha256 it records. Exit code 1 if anything is wrong."""
+    """Check a dataset's integrity: its markers, and the size and sha256 of every part.
+
+    Every marker is readable JSON of the right shape, every part it commits exists with the
+    size and sha256 it records. Exit code 1 if anything is wrong."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     from datagen.sink.storage import open_storage
@@ -312,16 +318,16 @@ def verify(
 @app.command("export")
 def export_command(
     uri: Annotated[str, typer.Argument(help="output folder or s3://bucket/prefix of a run")],
-    format: Annotated[str, typer.Option("--format", "-f", help="sft | grounding | rl | pairs")],
+    format: Annotated[Format, choice(Format, "the training format", "--format", "-f")],
     to: Annotated[
         str | None,
         typer.Option(help="export folder or s3:// prefix (default: OUT/exports/<format>)"),
     ] = None,
     coords: Annotated[
-        str | None, typer.Option(help="pixels | qwen25vl | norm1000 | norm01 (default pixels)")
+        Coords | None, choice(Coords, "points' and boxes' convention", default="pixels")
     ] = None,
     syntax: Annotated[
-        str | None, typer.Option(help="tool | code | uitars (default tool); sft, rl, pairs")
+        Syntax | None, choice(Syntax, "sft, rl, pairs: the actions' syntax", default="tool")
     ] = None,
     min_pixels: Annotated[int | None, typer.Option(help="qwen25vl: min area (3136)")] = None,
     max_pixels: Annotated[int | None, typer.Option(help="qwen25vl: max area (12845056)")] = None,
@@ -332,42 +338,34 @@ def export_command(
         int | None, typer.Option(help="screenshots per sft sample, current last (default 1)")
     ] = None,
     instruction: Annotated[
-        str | None, typer.Option(help="sft: task | relabeled | step (default task)")
+        Instruction | None, choice(Instruction, "sft: the instruction", default="task")
     ] = None,
     filter: Annotated[
-        str | None, typer.Option("--filter", help="sft: solved | judged | all (default solved)")
+        Filter | None, choice(Filter, "sft: which episodes", "--filter", default="solved")
     ] = None,
     validation: Annotated[float | None, typer.Option(help="validation share 0-0.5 (0.1)")] = None,
     license: Annotated[str | None, typer.Option(help="card licence id (default other)")] = None,
     endpoint_url: Annotated[str | None, typer.Option(help="S3-compatible endpoint")] = None,
 ) -> None:
-    """Export a run's committed shards to a training format (Parquet + a dataset card). A rerun
-    adds only shards committed since; a run still writing exports what it has committed."""
+    """Export a run's committed shards to a training format (Parquet + a dataset card).
+
+    A rerun adds only shards committed since; a run still writing exports what it committed."""
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from datagen.export import ExportOptions, export_output
+    from datagen.export import export_output, parse_options
 
-    given = {"coords": coords, "syntax": syntax, "history": history}
+    given: dict[str, Any] = {"coords": coords, "syntax": syntax, "history": history}
     given |= {"instruction": instruction, "filter": filter, "allow_standin": allow_standin or None}
     given |= {"min_pixels": min_pixels, "max_pixels": max_pixels}
     try:
-        options = ExportOptions.parse(format, **given, validation=validation)
+        options = parse_options(format, **given, validation=validation)
         result = export_output(
-            uri,
-            options,
-            to,
-            endpoint_url,
+            uri, options, to, endpoint_url, license=license,
             on_shard=lambda shard, rows: console.print(f"shard {shard}: {rows} rows"),
-            license=license,
-        )
+        )  # fmt: skip
     except (OSError, DatagenError, BotoCoreError, ClientError) as exc:
         raise _fail(exc) from None
-    assert result.state is not None
-    totals = result.state.totals()
-    failures = ", ".join(f"{c} {n}" for c, n in sorted(totals.failures.items())) or "none"
-    line = f"{format}: {len(result.exported)} shards exported ({result.rows_added} rows), "
-    line += f"{result.skipped} already there; {totals.rows} rows in {result.target}; "
-    console.print(plain(f"{line}failures: {failures}"), markup=False, soft_wrap=True)
+    console.print(plain(result.summary()), markup=False, soft_wrap=True)
 
 
 @app.command()
@@ -393,6 +391,9 @@ def schemas(
         return
     for path in write_json_schemas():
         console.print(f"wrote {path}")
+
+
+reflow_help(app)
 
 
 def main() -> None:

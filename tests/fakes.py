@@ -10,10 +10,11 @@ The `fake_engine` fixture in tests/conftest.py hands each test a fresh one.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from datagen.config import EngineConfig, RoleConfig
+from datagen.config import EngineConfig, RoleConfig, RoleName
 from datagen.engine.client import ChatResult
 from datagen.engine.roles import Engines
 
@@ -33,7 +34,7 @@ class Reply:
 class Call:
     """One chat call the fake received."""
 
-    role: str
+    role: RoleName | None
     payload: dict[str, Any]
     timeout_s: float | None
 
@@ -44,10 +45,10 @@ class FakeEngine:
     A role asked with nothing left in its queue fails the test (an unexpected call)."""
 
     def __init__(self) -> None:
-        self.queues: dict[str, list[Reply | Exception]] = {}
+        self.queues: dict[RoleName | None, list[Reply | Exception]] = {}
         self.calls: list[Call] = []
 
-    def script(self, role: str, *answers: str | dict[str, Any] | Reply | Exception) -> None:
+    def script(self, role: RoleName, *answers: str | dict[str, Any] | Reply | Exception) -> None:
         """Queue answers for `role`: text as is, a dict as its JSON, an exception is raised."""
         queue = self.queues.setdefault(role, [])
         for answer in answers:
@@ -56,7 +57,11 @@ class FakeEngine:
             queue.append(Reply(answer) if isinstance(answer, str) else answer)
 
     async def chat(
-        self, payload: dict[str, Any], *, timeout_s: float | None = None, role: str = ""
+        self,
+        payload: dict[str, Any],
+        *,
+        timeout_s: float | None = None,
+        role: RoleName | None = None,
     ) -> ChatResult:
         """The next scripted answer of `role`."""
         self.calls.append(Call(role, payload, timeout_s))
@@ -78,12 +83,16 @@ class FakeEngine:
         )
 
     @property
-    def roles_called(self) -> list[str]:
+    def roles_called(self) -> list[RoleName | None]:
         """The roles of the calls so far, in order."""
         return [call.role for call in self.calls]
 
     def engines(
-        self, roles: dict[str, RoleConfig], *, served: str = "fake-model", standin: bool = False
+        self,
+        roles: Mapping[RoleName, RoleConfig],
+        *,
+        served: str = "fake-model",
+        standin: bool = False,
     ) -> Engines:
         """Engines whose roles (all of `roles`) call this fake, as if its server served
         `served`; `standin` as if that server were datagen's stand-in."""

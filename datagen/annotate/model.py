@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from datagen.config import ModelExpressionsConfig
+from datagen.config import ModelExpressionsConfig, RoleName
 from datagen.engine.client import EngineError
 from datagen.engine.profiles import (
     Expression,
@@ -45,7 +45,7 @@ async def model_expressions(
         obs.screenshot, obs.image_format, obs.image_width, obs.image_height, max_width
     )
     chosen = {row.element_index for row in rows[: config.per_step]}
-    localizer = "localizer" if engines.has("localizer") else "writer"
+    localizer: RoleName = "localizer" if engines.has("localizer") else "writer"
     for row in rows:
         if row.element_index not in chosen:
             out.rows.append(row)

@@ -24,14 +24,14 @@ from typing import Any
 
 from PIL import Image
 
-from datagen.config import RelabelConfig
+from datagen.config import RelabelConfig, RoleName
 from datagen.engine.client import EngineError, EngineRejected
 from datagen.engine.hindsight import HINDSIGHT, Frame, RelabelAnswer, RelabelVerdict
 from datagen.engine.profiles import ModelOutputError, SentImage, encode_screenshot
 from datagen.engine.roles import Engines
 from datagen.records import EpisodeRow, ImageData, RejectReason, StepRow
 
-ROLE = "relabel"
+ROLE: RoleName = "relabel"
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,8 @@ async def relabel_episode(
     max_width: int,
 ) -> Relabeled:
     """Ask the relabel role, then the check; the episode's relabel columns and any problem."""
-    checker = {"judge": "judge", "reread": ROLE, "none": None}[config.check]
+    checkers: dict[str, RoleName | None] = {"judge": "judge", "reread": ROLE, "none": None}
+    checker = checkers[config.check]
     involved = [engines.roles[ROLE]] + ([engines.roles[checker]] if checker else [])
     columns: dict[str, Any] = {
         "relabel_model": involved[0].model,
@@ -125,7 +126,7 @@ def _raw(exc: Exception, column: str) -> dict[str, Any]:
     return {column: raw} if raw is not None else {}
 
 
-def _problem(exc: Exception, role: str) -> tuple[RejectReason, str]:
+def _problem(exc: Exception, role: RoleName) -> tuple[RejectReason, str]:
     """The reject reason of a failed call, as the vlm policy names them."""
     if isinstance(exc, ModelOutputError):
         return RejectReason.MODEL_PARSE_ERROR, f"{role}: {exc}"

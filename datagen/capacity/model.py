@@ -26,7 +26,7 @@ from typing import Any
 
 from PIL import Image
 
-from datagen.config import PipelineConfig, SimConfig, VlmPolicyConfig
+from datagen.config import PipelineConfig, RoleName, SimConfig, VlmPolicyConfig
 from datagen.config.sim import Calibration
 from datagen.engine.hindsight import HINDSIGHT, Frame
 from datagen.engine.profiles import PROFILES, encode_screenshot
@@ -61,11 +61,12 @@ def curve_requests(in_flight: int) -> int:
 class Call:
     """One kind of engine request made per step."""
 
-    role: str
+    role: RoleName
     per_step: float
     prompt_tokens: int
     tiles: int
     completion_tokens: int
+    label: str = ""  # what the plan calls it, when the role alone does not say (default: role)
 
 
 @dataclass(frozen=True)
@@ -147,9 +148,15 @@ def calls_per_step(
     limits = SimConfig(max_model_len=10**7)  # count only: a long prompt is not an error here
     out: list[Call] = []
 
-    def add(role: str, per_step: float, messages: list[dict[str, Any]], answer: int) -> None:
+    def add(
+        role: RoleName,
+        per_step: float,
+        messages: list[dict[str, Any]],
+        answer: int,
+        label: str = "",
+    ) -> None:
         prompt = measure(ChatBody(messages=messages), limits)
-        out.append(Call(role, per_step, prompt.tokens, prompt.tiles, answer))
+        out.append(Call(role, per_step, prompt.tokens, prompt.tiles, answer, label))
 
     if policy is not None:
         previous = ["click(x=500, y=300)"] * 10
@@ -167,7 +174,7 @@ def calls_per_step(
         writer = profile.expression_messages(image, [10, 10, 200, 60])
         add("writer", expressions.per_step, writer, min(expressions.writer.max_tokens, 24))
         loc = profile.localization_messages(image, "a short referring expression")
-        add("localizer (round-trip)", expressions.per_step, loc, 16)
+        add("localizer", expressions.per_step, loc, 16, "localizer (round-trip)")
     if relabel is not None:  # once per episode, its screenshots and one line per step
         actions = [('Click the "Add to cart" button', None)] * max(1, round(steps_per_episode))
         frames = [Frame(image, "before action 1")] * min(relabel.images, len(actions) + 1)
@@ -175,7 +182,9 @@ def calls_per_step(
         add("relabel", 1 / steps_per_episode, asked, min(relabel.max_tokens, 80))
         if relabel.check != "none":
             check = HINDSIGHT.check_messages("an instruction of one sentence", actions, image)
-            add(f"relabel check ({relabel.check})", 1 / steps_per_episode, check, 40)
+            checker: RoleName = "judge" if relabel.check == "judge" else "relabel"
+            label = f"relabel check ({relabel.check})"
+            add(checker, 1 / steps_per_episode, check, 40, label)
     return out
 
 

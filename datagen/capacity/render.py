@@ -67,7 +67,7 @@ def calls_table(cap: CapacityPlan) -> Table:
         calls.add_column(name, justify="left" if name == "role" else "right")
     for c in cap.calls:
         calls.add_row(
-            c.role,
+            c.label or c.role,
             f"{c.per_step:.2f}",
             f"{c.prompt_tokens:,}",
             str(c.tiles),

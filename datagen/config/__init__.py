@@ -6,7 +6,7 @@ its settings from here, and nothing here imports a stage.
 
 One module per part of the file: `sources`, `browser`, `policy` (and the model roles), `engine`
 and `sim` (the stand-in), `stages` (annotation, validation), `run` (output, cluster, run),
-`pipeline` (the whole file and its run id), `load`; `base` holds the section base and the
+`pipeline` (the whole file and its run id), `roles` (the model roles' names), `load`; `base` holds the section base and the
 output-neutral mark, `urls` and `allow` the address parsers.
 """
 
@@ -24,6 +24,7 @@ from datagen.config.policy import (
     ScriptedPolicyConfig,
     VlmPolicyConfig,
 )
+from datagen.config.roles import ROLES, Caller, RoleName
 from datagen.config.run import ClusterConfig, OutputConfig, RunConfig
 from datagen.config.sim import STANDIN_OWNER, SimConfig
 from datagen.config.sources import (
@@ -45,11 +46,13 @@ from datagen.config.urls import ServerUrl, engine_url, has_userinfo, redact_url,
 
 __all__ = [
     "NEUTRAL",
+    "ROLES",
     "STANDIN_OWNER",
     "AdmissionConfig",
     "AllowEntry",
     "AnnotationConfig",
     "BrowserConfig",
+    "Caller",
     "ClusterConfig",
     "EngineConfig",
     "ExplorePolicyConfig",
@@ -61,6 +64,7 @@ __all__ = [
     "PolicyConfig",
     "RelabelConfig",
     "RoleConfig",
+    "RoleName",
     "RunConfig",
     "ScriptedPolicyConfig",
     "Section",

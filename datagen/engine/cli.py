@@ -55,6 +55,7 @@ def sim(
     seed: Annotated[int, typer.Option(help="seed of answers and faults")] = 0,
 ) -> None:
     """Serve the vLLM stand-in: vLLM's API and queueing with arbitrary schema-valid answers.
+
     A load and protocol double for tests and capacity planning, never a model."""
     from datagen.config import SimConfig
     from datagen.engine.sim import SimServer

@@ -34,6 +34,7 @@ from urllib.parse import unquote
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
+from datagen.config.roles import Caller
 from datagen.engine.control import EngineLoad, InFlightController, PriorityGate
 from datagen.engine.health import EngineWatchdog
 from datagen.url import without_userinfo
@@ -111,7 +112,7 @@ class ChatClient(Protocol):
     """The one call a model role makes (the seam for a fake engine in unit tests)."""
 
     async def chat(
-        self, payload: dict[str, Any], *, timeout_s: float | None = None, role: str = ""
+        self, payload: dict[str, Any], *, timeout_s: float | None = None, role: Caller = None
     ) -> ChatResult:
         """One chat completion for `role`: the answer, its usage, latency and attempts."""
         ...
@@ -286,7 +287,7 @@ class EngineClient:
     # ------------------------------------------------------------------ chat
 
     async def chat(
-        self, payload: dict[str, Any], *, timeout_s: float | None = None, role: str = ""
+        self, payload: dict[str, Any], *, timeout_s: float | None = None, role: Caller = None
     ) -> ChatResult:
         """One chat completion, retried on transient failures, through `role`'s gate share."""
         base_id = uuid.uuid4().hex
@@ -301,7 +302,7 @@ class EngineClient:
         while True:
             try:
                 asked = time.perf_counter()
-                async with self.gate.slot(role, sheds) as ticket:
+                async with self.gate.slot(role or "", sheds) as ticket:
                     sent = time.perf_counter()
                     queued += sent - asked
                     work = ticket.work = asyncio.ensure_future(

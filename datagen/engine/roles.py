@@ -16,23 +16,25 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from datagen.config import EngineConfig, RoleConfig
+from datagen.config import ROLES, EngineConfig, RoleConfig, RoleName
 from datagen.engine.client import ChatClient, ChatResult, EngineClient
 from datagen.engine.control import InFlightController
 from datagen.engine.health import EngineWatchdog
 from datagen.engine.profiles import ModelOutputError, Strict, parse_output
 
-PRIORITY = {"policy": 0, "localizer": 1, "judge": 2, "writer": 3, "relabel": 4}
+# the gate serves roles in the order they are named (RoleName): the policy first
+PRIORITY: dict[RoleName, int] = {name: rank for rank, name in enumerate(ROLES)}
 
 
 @dataclass
 class Role:
     """A role as served: its settings, the client it calls, the served model's name."""
 
-    name: str
+    name: RoleName
     config: RoleConfig
     client: ChatClient
     model: str = ""
@@ -43,20 +45,20 @@ class Engines:
     """Clients and gates of one worker; start() on the loop that will use them."""
 
     def __init__(
-        self, engine: EngineConfig, roles: dict[str, RoleConfig], workers: int = 1
+        self, engine: EngineConfig, roles: Mapping[RoleName, RoleConfig], workers: int = 1
     ) -> None:
         self.engine = engine
         self.role_configs = roles
         self.fraction = 1 / max(1, workers)  # this worker's part of the cluster's budget
         self.worker_budget = max(1, math.ceil(engine.max_in_flight * self.fraction))
         self.clients: dict[str, EngineClient] = {}
-        self.roles: dict[str, Role] = {}
+        self.roles: dict[RoleName, Role] = {}
         self._control: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
         """Connect every role's client, wait until each server is ready, start steering."""
         key = self.engine.api_key.get_secret_value() if self.engine.api_key else None
-        connected: dict[str, EngineClient] = {}
+        connected: dict[RoleName, EngineClient] = {}
         for name, config in self.role_configs.items():
             url = config.url or self.engine.url
             if not url:
@@ -70,7 +72,7 @@ class Engines:
                     retries=self.engine.retries,
                 )
             client = connected[name] = self.clients[url]
-            client.gate.add_class(name, priority=PRIORITY.get(name, 9), share=config.share)
+            client.gate.add_class(name, priority=PRIORITY[name], share=config.share)
         for name, client in connected.items():
             info = await client.wait_ready(self.engine.ready_timeout_s)
             self.attach(name, client, info.id, standin=info.is_standin)
@@ -116,19 +118,25 @@ class Engines:
             "engine_queued": float(sum(g.waiting for g in gates)),
         }
 
-    def attach(self, name: str, client: ChatClient, served: str, *, standin: bool = False) -> None:
+    def attach(
+        self, name: RoleName, client: ChatClient, served: str, *, standin: bool = False
+    ) -> None:
         """Serve role `name` (one of the configured roles) from `client`, whose server serves
         the model `served` (the role's own `model` setting wins). start() attaches each role
         once its server is ready; unit tests attach a fake client instead."""
         config = self.role_configs[name]
         self.roles[name] = Role(name, config, client, config.model or served, standin)
 
-    def has(self, role: str) -> bool:
+    def has(self, role: RoleName) -> bool:
         """Whether the run calls `role`."""
         return role in self.roles
 
     async def ask(
-        self, role: str, messages: list[dict[str, Any]], schema: dict[str, Any], model: type[Strict]
+        self,
+        role: RoleName,
+        messages: list[dict[str, Any]],
+        schema: dict[str, Any],
+        model: type[Strict],
     ) -> tuple[Any, ChatResult]:
         """One call with a JSON Schema enforced server-side and checked here; re-asked once."""
         r = self.roles[role]

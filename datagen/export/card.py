@@ -1,6 +1,7 @@
 """The dataset card of an export: `README.md` in the export folder, rewritten after each export.
 
-    ExportState + the format's schemas + RunInfo ─► dataset_card() ─► <export>/README.md
+    ExportState + its ExportFormat (schemas, card text, figure lines) + RunInfo
+        ─► dataset_card() ─► <export>/README.md
 
 Its YAML header gives the Hub and `load_dataset(<folder>)` the licence and a config per table
 with rows (`data`, the default; grounding's `elements`; `failures`), each with its splits
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -26,25 +28,14 @@ import yaml
 
 from datagen.errors import ExportError
 from datagen.export.failures import CATEGORIES, FAILURE_SCHEMA
+from datagen.export.figures import share
+from datagen.export.formats import ExportFormat
 from datagen.export.parquet import features_yaml
 from datagen.export.split import SPLITS
 from datagen.export.state import ExportState, ShardRecord
 from datagen.export.tally import tally_lines
 from datagen.sink.models import RunInfo
 
-DESCRIPTIONS = {
-    "sft": "chat samples, one per step: a system turn naming the action tool and the screen size, "
-    "a user turn with the screenshot(s), the instruction and "
-    "the previous actions, an assistant turn with the action (`messages` + `images`, the "
-    "layout of TRL's vision SFT and the Qwen-VL / UI-TARS trainers)",
-    "grounding": "one row per screenshot with its elements (referring expression → point and "
-    "box); config `elements`: the same one element a row, the screenshot by `image_id`",
-    "rl": "rollouts grouped per task (`group_id`, `sample_index`, `seed`) with `reward` (the "
-    "task's check as 1.0 / 0.0, null without a check) and per-step records",
-    "pairs": "step-level preferences: a step replay verification showed the task needs "
-    "(chosen) against a failed repeat's other action from the same state (rejected), in TRL's "
-    "vision DPO layout (`prompt`, `chosen`, `rejected`, `images`)",
-}
 COORDS = {
     "pixels": "integer screenshot pixels (origin top-left)",
     "qwen25vl": "integer pixels of the screenshot as Qwen2.5-VL's processor resizes it "
@@ -85,7 +76,7 @@ def license_of(value: str) -> str:
     return given
 
 
-def _configs(state: ExportState, schemas: dict[str, pa.Schema]) -> dict[str, Any]:
+def _configs(state: ExportState, schemas: Mapping[str, pa.Schema]) -> dict[str, Any]:
     """The YAML header's `configs` and `dataset_info`: each table with rows, by split."""
     totals = state.totals()
     configs: list[dict[str, Any]] = []
@@ -110,7 +101,7 @@ def _configs(state: ExportState, schemas: dict[str, pa.Schema]) -> dict[str, Any
     return {"configs": configs, "dataset_info": info}
 
 
-def _header(state: ExportState, schemas: dict[str, pa.Schema]) -> str:
+def _header(state: ExportState, schemas: Mapping[str, pa.Schema]) -> str:
     head = {"license": state.license, **_configs(state, schemas)}
     head["tags"] = ["computer-use", "web-agents", "datagen"]
     return yaml.safe_dump(head, sort_keys=False, allow_unicode=True)
@@ -205,9 +196,9 @@ def _provenance(state: ExportState, run: RunInfo, figures: dict[str, int]) -> li
     ]
 
 
-def _options(state: ExportState) -> list[str]:
+def _options(state: ExportState, fmt: ExportFormat) -> list[str]:
     options = state.options
-    lines = [f"- format: {text(options['format'])}: {DESCRIPTIONS.get(str(options['format']), '')}"]
+    lines = [f"- format: {text(options['format'])}: {fmt.card}"]
     for key, value in options.items():
         if key == "format":
             continue
@@ -216,46 +207,22 @@ def _options(state: ExportState) -> list[str]:
     return lines
 
 
-def _share(part: int, whole: int) -> str:
-    return f"{part} of {whole} ({100 * part / whole:.1f}%)" if whole else f"{part} of 0"
-
-
-def _figures(state: ExportState, totals: ShardRecord) -> list[str]:
-    fmt, f = str(state.options["format"]), totals.figures
+def _figures(fmt: ExportFormat, totals: ShardRecord) -> list[str]:
+    f = totals.figures
     per_split = ", ".join(f"{s} {totals.tables.get(f'data/{s}', 0)}" for s in SPLITS)
     lines = [
-        f"- samples (`data`): {totals.rows} ({per_split}), from {totals.episodes_kept} episodes"
+        f"- samples (`data`): {totals.rows} ({per_split}), from {totals.episodes_kept} episodes",
+        *fmt.lines(totals),
     ]
-    if fmt == "grounding":
-        elements = f.get("elements", 0)
-        lines.append(
-            f"- elements: {elements}; with a model-written expression: "
-            f"{_share(f.get('elements:model', 0), elements)}"
-        )
-    else:
-        if fmt != "sft" or not any(k.startswith("samples.") for k in totals.tally):
-            # (an sft export's own tally says it, by instruction source)
-            lines.append(
-                f"- task-labelled samples (the task's instruction, and its check passed; rl: a "
-                f"check verdict as reward): {_share(f.get('samples:task', 0), totals.rows)}; "
-                f"relabel-labelled: {f.get('samples:relabel', 0)}"
-            )
-        checked = f.get("samples:checked", 0)
-        if checked:
-            verified = _share(f.get("samples:verified", 0), checked)
-            lines.append(
-                "- verified by replay (sft: the step is `needed`; rl, pairs: the episode's "
-                f"`verification` is minimal or reduced): {verified}"
-            )
     episodes = f.get("episodes", 0)
     lines.append(
         f"- source episodes: {episodes}, task-labelled (solved or an accepted relabel): "
-        f"{_share(f.get('episodes:labelled', 0), episodes)}"
+        f"{share(f.get('episodes:labelled', 0), episodes)}"
     )
     verification = _values(f, "verification")
     if verification:
         lines.append(f"- replay verification of the source episodes: {_listed(verification)}")
-    lines += tally_lines(totals.tally, fmt)
+    lines += tally_lines(totals.tally)
     return lines
 
 
@@ -279,10 +246,9 @@ def _split(state: ExportState) -> list[str]:
     return lines
 
 
-def dataset_card(state: ExportState, schemas: dict[str, pa.Schema], run: RunInfo) -> str:
-    """The export's README.md."""
+def dataset_card(state: ExportState, fmt: ExportFormat, run: RunInfo) -> str:
+    """The export's README.md: that of an export in `fmt`."""
     totals = state.totals()
-    fmt = str(state.options["format"])
     categories = [c for c in CATEGORIES if c in totals.failures] + sorted(
         set(totals.failures) - set(CATEGORIES)
     )
@@ -291,8 +257,8 @@ def dataset_card(state: ExportState, schemas: dict[str, pa.Schema], run: RunInfo
     source = "\n".join(f"| {text(t)} | {n} |" for t, n in totals.source_rows.items())
     section = "\n".join
     return f"""---
-{_header(state, schemas)}---
-# datagen export: {text(fmt)}
+{_header(state, fmt.schemas)}---
+# datagen export: {text(fmt.name)}
 
 ## Licence
 
@@ -304,11 +270,11 @@ def dataset_card(state: ExportState, schemas: dict[str, pa.Schema], run: RunInfo
 
 ## Options
 
-{section(_options(state))}
+{section(_options(state, fmt))}
 
 ## Figures
 
-{section(_figures(state, totals))}
+{section(_figures(fmt, totals))}
 
 | source table | rows read |
 |---|---|

@@ -1,6 +1,7 @@
 """What the card says about the samples and where they came from, counted shard by shard.
 
-    ShardData + the format's rows ─► shard_figures() ─► ShardRecord.figures ─► card.dataset_card
+    ShardData + the format's rows ─► <format>_counts + shard_figures() ─► ShardRecord.figures
+        ─► the format's card lines (element_lines, sample_lines, sft_lines) ─► card.dataset_card
 
 Counts only (they are summed over shards in the state), under prefixed keys:
 
@@ -28,6 +29,7 @@ from collections import Counter
 
 from datagen.export.failures import solved
 from datagen.export.source import Row, ShardData
+from datagen.export.state import ShardRecord
 
 VERIFIED = ("minimal", "reduced")
 PROVENANCE = (
@@ -45,10 +47,10 @@ def labelled(episode: Row) -> bool:
     return solved(episode) or episode.get("relabel_accepted") is True
 
 
-def shard_figures(shard: ShardData, fmt: str, rows: list[Row]) -> dict[str, int]:
-    """The shard's counts (module docstring); `rows` are the format's `data` rows."""
-    counts: Counter[str] = Counter()
-    counts.update(_samples(shard, fmt, rows))
+def shard_figures(shard: ShardData, samples: Counter[str]) -> dict[str, int]:
+    """The shard's counts (module docstring); `samples`: its format's counts of its `data` rows
+    (`ExportFormat.count`)."""
+    counts: Counter[str] = Counter(samples)
     for e in shard.episodes:
         counts["episodes"] += 1
         counts["episodes:labelled"] += labelled(e)
@@ -69,33 +71,84 @@ def shard_figures(shard: ShardData, fmt: str, rows: list[Row]) -> dict[str, int]
     return {k: n for k, n in counts.items() if n}
 
 
-def _samples(shard: ShardData, fmt: str, rows: list[Row]) -> Counter[str]:
+def element_counts(shard: ShardData, rows: list[Row]) -> Counter[str]:
+    """grounding: its rows' elements, and those with a model-written expression."""
     counts: Counter[str] = Counter()
-    if fmt == "grounding":
-        for r in rows:
-            counts["elements"] += len(r["elements"])
-            counts["elements:model"] += sum(
-                x["model_expression"] is not None for x in r["elements"]
-            )
-        return counts
+    for r in rows:
+        counts["elements"] += len(r["elements"])
+        counts["elements:model"] += sum(x["model_expression"] is not None for x in r["elements"])
+    return counts
+
+
+def sft_counts(shard: ShardData, rows: list[Row]) -> Counter[str]:
+    """sft: samples by instruction source, and those whose step replay showed needed."""
+    counts: Counter[str] = Counter()
     episodes = {e["episode_id"]: e for e in shard.episodes}
     steps = {(s["episode_id"], s["step_index"]): s for s in shard.steps}
+    for r in rows:
+        episode = episodes.get(r.get("episode_id") or "")
+        if episode is None:
+            continue
+        source = r.get("instruction_source")
+        counts["samples:task"] += source == "task" and solved(episode)
+        counts["samples:relabel"] += source == "relabel"
+        step = steps.get((episode["episode_id"], r["step_index"]), {})
+        if "needed" in step:
+            counts["samples:checked"] += 1
+            counts["samples:verified"] += step["needed"] is True
+    return counts
+
+
+def episode_counts(shard: ShardData, rows: list[Row]) -> Counter[str]:
+    """rl, pairs: a sample per episode (a pair's chosen side): the check's verdict is its label
+    (rl: the reward; pairs: the chosen side passed it), replay its verification."""
+    counts: Counter[str] = Counter()
+    episodes = {e["episode_id"]: e for e in shard.episodes}
     for r in rows:
         episode = episodes.get(r.get("chosen_episode_id") or r.get("episode_id") or "")
         if episode is None:
             continue
-        if fmt == "sft":
-            source = r.get("instruction_source")
-            counts["samples:task"] += source == "task" and solved(episode)
-            counts["samples:relabel"] += source == "relabel"
-            step = steps.get((episode["episode_id"], r["step_index"]), {})
-            if "needed" in step:
-                counts["samples:checked"] += 1
-                counts["samples:verified"] += step["needed"] is True
-            continue
-        # rl: the check's verdict is the label; pairs: the chosen side passed it
         counts["samples:task"] += episode.get("success") is not None
         if "verification" in episode:
             counts["samples:checked"] += 1
             counts["samples:verified"] += episode["verification"] in VERIFIED
     return counts
+
+
+def share(part: int, whole: int) -> str:
+    """`3 of 4 (75.0%)`."""
+    return f"{part} of {whole} ({100 * part / whole:.1f}%)" if whole else f"{part} of 0"
+
+
+def element_lines(totals: ShardRecord) -> list[str]:
+    """The card's lines on a grounding export's elements."""
+    f, elements = totals.figures, totals.figures.get("elements", 0)
+    return [
+        f"- elements: {elements}; with a model-written expression: "
+        f"{share(f.get('elements:model', 0), elements)}"
+    ]
+
+
+def sample_lines(totals: ShardRecord, labels: bool = True) -> list[str]:
+    """The card's lines on task-labelled (with `labels`) and replay-verified samples."""
+    f, lines = totals.figures, []
+    if labels:
+        lines.append(
+            f"- task-labelled samples (the task's instruction, and its check passed; rl: a "
+            f"check verdict as reward): {share(f.get('samples:task', 0), totals.rows)}; "
+            f"relabel-labelled: {f.get('samples:relabel', 0)}"
+        )
+    checked = f.get("samples:checked", 0)
+    if checked:
+        verified = share(f.get("samples:verified", 0), checked)
+        lines.append(
+            "- verified by replay (sft: the step is `needed`; rl, pairs: the episode's "
+            f"`verification` is minimal or reduced): {verified}"
+        )
+    return lines
+
+
+def sft_lines(totals: ShardRecord) -> list[str]:
+    """sample_lines, the labels only when the export's own tally does not count them by
+    instruction source (older states)."""
+    return sample_lines(totals, labels=not any(k.startswith("samples.") for k in totals.tally))

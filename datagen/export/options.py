@@ -2,56 +2,34 @@
 
     datagen export OUT --format F [--coords …] ─► ExportOptions ─► export.run.export_output
 
-One frozen model checks every choice and every combination once, so the CLI and a Python caller
-get the same errors (`ExportError`, with the fix). An option that does not apply to the format
-is refused rather than ignored: a user who asks `--history 3` of a grounding export expects it
-to do something.
+The names of every choice are Literals in `export.choices`, once: the model's fields, the
+CLI's choices and the docs read them. Which options a format reads, and the parsing that
+refuses the others, is the format's own (`export.formats.parse_options`): an option that does
+not apply to the format is refused rather than ignored, since a user who asks `--history 3` of
+a grounding export expects it to do something. The checks any format could meet are here.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import get_args
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from datagen.errors import ExportError
+from datagen.export.choices import CHOICES, Coords, Filter, Format, Instruction, Syntax
 from datagen.records import Frozen
 
-Format = Literal["sft", "grounding", "rl", "pairs"]
-Coords = Literal["pixels", "qwen25vl", "norm1000", "norm01"]
-Syntax = Literal["tool", "code", "uitars"]
-Instruction = Literal["task", "relabeled", "step"]
-Filter = Literal["solved", "judged", "all"]
-
-FORMATS: tuple[str, ...] = get_args(Format)
-SAMPLES = frozenset({"coords", "syntax", "min_pixels", "max_pixels", "allow_standin"})
-# Which options each format reads (besides the format itself).
-APPLIES: dict[str, frozenset[str]] = {
-    "sft": SAMPLES | {"history", "instruction", "filter"},
-    "grounding": frozenset({"coords"}),
-    "rl": SAMPLES,
-    "pairs": SAMPLES,
-}
-# Every format draws a validation split (export.split), so every format reads --validation.
-APPLIES = {fmt: reads | {"validation"} for fmt, reads in APPLIES.items()}
 # Options read only with `--coords qwen25vl` (the resize's bounds).
 RESIZE = ("min_pixels", "max_pixels")
 # Qwen2.5-VL's published preprocessor_config.json: the bounds of its resize's area.
 QWEN_MIN_PIXELS = 3136
 QWEN_MAX_PIXELS = 12845056
-CHOICES: dict[str, tuple[str, ...]] = {
-    "format": FORMATS,
-    "coords": get_args(Coords),
-    "syntax": get_args(Syntax),
-    "instruction": get_args(Instruction),
-    "filter": get_args(Filter),
-}
 
 
 class ExportOptions(Frozen):
-    """One export's settings. Build it with `ExportOptions.parse` to get ExportErrors."""
+    """One export's settings. Build it with `export.formats.parse_options` to get ExportErrors."""
 
-    format: Format = Field(description="sft | grounding | rl | pairs")
+    format: Format = Field(description=" | ".join(get_args(Format)))
     coords: Coords = Field("pixels", description="coordinate convention of points and boxes")
     syntax: Syntax = Field(
         "tool",
@@ -84,50 +62,19 @@ class ExportOptions(Frozen):
         "drawn for the validation split; 0: no split",
     )
 
-    @classmethod
-    def parse(cls, format: str, **given: Any) -> ExportOptions:
-        """The options for `format` from those given (None: not given). Refuses unknown values,
-        options the format does not read, and combinations that would mislabel samples."""
-        given = {k: v for k, v in given.items() if v is not None}
-        for key, value in {"format": format, **given}.items():
-            if key in CHOICES and value not in CHOICES[key]:
-                raise ExportError(
-                    f"--{key} {value!r} is not one of {', '.join(CHOICES[key])}",
-                )
-        extra = sorted(set(given) - APPLIES[format])
-        if extra:
-            reads = ", ".join(_flag(k) for k in sorted(APPLIES[format]))
-            raise ExportError(
-                f"the {format} format does not read {', '.join(map(_flag, extra))} "
-                f"(it reads {reads}); fix: leave {'it' if len(extra) == 1 else 'them'} out"
-            )
-        try:
-            options = cls(format=format, **given)
-        except ValidationError as exc:
-            problem = exc.errors()[0]
-            where = ".".join(map(str, problem["loc"]))
-            raise ExportError(f"{_flag(where)}: {problem['msg']}") from None
-        _check_combinations(options, set(given))
-        return options
 
-    def applied(self) -> dict[str, Any]:
-        """The options this format reads, with their values (for the state file and the card);
-        the resize bounds only with `--coords qwen25vl`, the one convention that reads them."""
-        data = self.model_dump()
-        keys = sorted(APPLIES[self.format] - ({*RESIZE} if self.coords != "qwen25vl" else set()))
-        return {"format": self.format} | {k: data[k] for k in keys}
-
-
-def _flag(key: str) -> str:
+def flag(key: str) -> str:
+    """An option's key as its command-line flag (`min_pixels` → `--min-pixels`)."""
     return "--" + key.replace("_", "-")
 
 
-def _check_combinations(options: ExportOptions, given: set[str]) -> None:
-    """Refuse options that another option makes meaningless, or that would mislabel samples."""
+def check_combinations(options: ExportOptions, given: set[str]) -> None:
+    """Refuse options that another option makes meaningless, or that would mislabel samples
+    (whatever the format; what a format itself refuses is in export.formats)."""
     resize = [k for k in RESIZE if k in given]
     if resize and options.coords != "qwen25vl":
         raise ExportError(
-            f"{', '.join(map(_flag, resize))} bound Qwen2.5-VL's resize, which only --coords "
+            f"{', '.join(map(flag, resize))} bound Qwen2.5-VL's resize, which only --coords "
             "qwen25vl applies; fix: add --coords qwen25vl, or leave "
             f"{'it' if len(resize) == 1 else 'them'} out"
         )
@@ -143,8 +90,19 @@ def _check_combinations(options: ExportOptions, given: set[str]) -> None:
             "--instruction task never uses it, so those episodes would give only step-level "
             "samples; fix: add --instruction relabeled (or step)"
         )
-    if options.format == "grounding" and options.coords == "qwen25vl":
-        raise ExportError(
-            "the grounding format does not apply Qwen2.5-VL's resize yet; fix: export it with "
-            "--coords pixels and scale points by the processor's image_grid_thw × 14 / size"
-        )
+
+
+__all__ = [
+    "CHOICES",
+    "QWEN_MAX_PIXELS",
+    "QWEN_MIN_PIXELS",
+    "RESIZE",
+    "Coords",
+    "ExportOptions",
+    "Filter",
+    "Format",
+    "Instruction",
+    "Syntax",
+    "check_combinations",
+    "flag",
+]

@@ -1,7 +1,8 @@
 """`datagen export`: a datagen output's committed shards → one training format, incrementally.
 
     output ─► source.committed ─► state.pending ─► per shard: source.read_shard
-           ─► split.assign (each group's side) + <format> rows + failures.failure_rows
+           ─► split.assign (each group's side) + formats.FORMATS[format].build rows
+              + failures.failure_rows
            ─► <export>/data/train-part-<shard>.parquet, data/validation-part-<shard>.parquet
               <export>/elements/<split>-part-<shard>.parquet   (grounding's flat view)
               <export>/failures/part-<shard>.parquet
@@ -16,17 +17,14 @@ one shard's rows; what the split needs of earlier shards is in the state.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
-
-import pyarrow as pa
 
 from datagen.errors import ExportError
-from datagen.export import grounding, pairs, rl, sft
 from datagen.export.card import dataset_card, license_of
 from datagen.export.failures import FAILURE_SCHEMA, count, failure_rows
 from datagen.export.figures import shard_figures
+from datagen.export.formats import FORMATS, Built, ExportFormat
 from datagen.export.options import ExportOptions
 from datagen.export.parquet import parquet_bytes
 from datagen.export.source import Row, ShardData, committed, part_digests, read_shard, source_run
@@ -42,27 +40,6 @@ from datagen.export.state import (
 )
 from datagen.sink.storage import Storage, open_storage
 
-
-class Tallied(Protocol):
-    """A format's rows with its tally of labels and left-out samples (counted into the state)."""
-
-    @property
-    def rows(self) -> list[Row]: ...
-
-    @property
-    def tally(self) -> Mapping[str, int]: ...
-
-
-# A format builder's result: its `data` rows, its tables by config, or rows with a tally.
-Built = list[Row] | dict[str, list[Row]] | Tallied
-Builder = Callable[[ShardData, ExportOptions], Built]
-# format → (its builder, its tables' schemas by config; `data` is the default config)
-FORMATS: dict[str, tuple[Builder, dict[str, pa.Schema]]] = {
-    "sft": (sft.sft_samples, {"data": sft.SCHEMA}),
-    "grounding": (grounding.grounding_tables, grounding.SCHEMAS),
-    "rl": (rl.rl_samples, {"data": rl.SCHEMA}),
-    "pairs": (pairs.pair_samples, {"data": pairs.SCHEMA}),
-}
 CARD = "README.md"
 
 
@@ -75,6 +52,15 @@ class ExportResult:
     skipped: int = 0  # committed shards already in the export, as they are
     rows_added: int = 0  # samples written by this call
     state: ExportState | None = None  # the folder's state after it
+
+    def summary(self) -> str:
+        """One line: what this call exported, what the folder holds, its failures."""
+        assert self.state is not None, "the summary of a finished export"
+        totals, fmt = self.state.totals(), self.state.options["format"]
+        failures = ", ".join(f"{c} {n}" for c, n in sorted(totals.failures.items())) or "none"
+        line = f"{fmt}: {len(self.exported)} shards exported ({self.rows_added} rows), "
+        line += f"{self.skipped} already there; {totals.rows} rows in {self.target}; "
+        return f"{line}failures: {failures}"
 
 
 def default_target(source: str, fmt: str) -> str:
@@ -98,18 +84,18 @@ def export_output(
     run = source_run(src)
     target = to or default_target(source, options.format)
     dst = open_storage(target, endpoint_url)
-    state = _state(dst, src.uri, run.run_id, run.schema_version, options)
+    fmt = FORMATS[options.format]
+    state = _state(dst, src.uri, run.run_id, run.schema_version, fmt, options)
     if license is not None:
         state = state.model_copy(update={"license": license})
     markers = {m.shard: m for m in committed(src)}
     todo = pending(state, {s: part_digests(m) for s, m in markers.items()})
     result = ExportResult(target=dst.uri, skipped=len(markers) - len(todo))
-    build, schemas = FORMATS[options.format]
     for shard in todo:
         data = read_shard(src, markers[shard], run.run_id)
         sides, split = assign(data, state.split)
-        tables, tally = _tables(build(data, options))
-        record = _write_shard(dst, data, tables, schemas, sides, options.format, tally)
+        tables, tally = _tables(fmt.build(data, options))
+        record = _write_shard(dst, data, tables, fmt, sides, tally)
         for key in set(state.shards[shard].files if shard in state.shards else ()) - set(
             record.files
         ):
@@ -119,16 +105,21 @@ def export_output(
         result.exported.append(shard)
         result.rows_added += record.rows
         on_shard(shard, record.rows)
-    dst.put(CARD, dataset_card(state, schemas, run).encode())
+    dst.put(CARD, dataset_card(state, fmt, run).encode())
     result.state = state
     return result
 
 
 def _state(
-    dst: Storage, source: str, run_id: str, schema_version: str, options: ExportOptions
+    dst: Storage,
+    source: str,
+    run_id: str,
+    schema_version: str,
+    fmt: ExportFormat,
+    options: ExportOptions,
 ) -> ExportState:
     """The folder's state, checked against this export; a new one for an empty folder."""
-    applied = options.applied()
+    applied = fmt.applied(options)
     state = load_state(dst)
     if state is not None:
         check_same(state, run_id, applied)
@@ -161,9 +152,8 @@ def _write_shard(
     dst: Storage,
     data: ShardData,
     tables: dict[str, list[Row]],
-    schemas: dict[str, pa.Schema],
+    fmt: ExportFormat,
     sides: dict[str, Split],
-    fmt: str,
     tally: dict[str, int],
 ) -> ShardRecord:
     """Write a shard's rows (each config's split by the side of each row's group) and its
@@ -172,7 +162,7 @@ def _write_shard(
     files: list[str] = []
     rows: dict[str, int] = {}
     sizes: dict[str, int] = {}
-    for config, schema in schemas.items():
+    for config, schema in fmt.schemas.items():
         for split in SPLITS:
             part = [r for r in tables.get(config, []) if sides.get(r["group_id"], "train") == split]
             if part:  # an empty part breaks `datasets` readers: none is written
@@ -198,7 +188,7 @@ def _write_shard(
         episodes_kept=len(_episodes(samples)),
         failures=counted["by_category"],
         rejected_by_reason=counted["rejected_by_reason"],
-        figures=shard_figures(data, fmt, samples),
+        figures=shard_figures(data, fmt.count(data, samples)),
         tally=tally,
         exported_at=time.time(),
     )

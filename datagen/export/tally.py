@@ -38,12 +38,12 @@ class Samples:
     tally: Counter[str] = field(default_factory=Counter)
 
 
-def tally_lines(tally: dict[str, int], fmt: str) -> list[str]:
+def tally_lines(tally: dict[str, int]) -> list[str]:
     """The card's lines on the pairs' shared states and on what was left out, and why (none
-    when the tally is empty)."""
+    when the tally is empty). Only a pairs export counts `pairs.` keys."""
     lines: list[str] = []
     pairs = {k.split(".", 1)[1]: n for k, n in tally.items() if k.startswith("pairs.")}
-    if fmt == "pairs" and pairs:
+    if pairs:
         lines.append(
             "- pairs by shared state: "
             + ", ".join(f"{s} {n}" for s, n in sorted(pairs.items()))

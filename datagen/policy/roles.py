@@ -7,16 +7,16 @@ and annotation sections here, so that `engine/` only serves the roles it is hand
 
 from __future__ import annotations
 
-from datagen.config import PipelineConfig, RoleConfig, VlmPolicyConfig
+from datagen.config import PipelineConfig, RoleConfig, RoleName, VlmPolicyConfig
 from datagen.engine.profiles import PROFILES, PromptProfile
 
 DEFAULT_PROFILE = "holo2_norm1000"
 
 
-def roles_for(config: PipelineConfig) -> dict[str, RoleConfig]:
+def roles_for(config: PipelineConfig) -> dict[RoleName, RoleConfig]:
     """The roles a pipeline calls: the vlm policy's, the expression writer's, the relabeler's
     (and a judge for its check)."""
-    roles: dict[str, RoleConfig] = {}
+    roles: dict[RoleName, RoleConfig] = {}
     if isinstance(config.policy, VlmPolicyConfig):
         roles["policy"] = config.policy.policy
         if config.policy.localizer is not None:

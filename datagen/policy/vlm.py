@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from datagen.config import VlmPolicyConfig
+from datagen.config import RoleName, VlmPolicyConfig
 from datagen.engine.client import ChatResult, EngineError, EngineRejected
 from datagen.engine.profiles import (
     PROFILES,
@@ -74,7 +74,7 @@ class VlmPolicy:
             self.config.image_max_width,
         )
         self._remember(image)
-        calls: list[tuple[str, ChatResult]] = []
+        calls: list[tuple[RoleName, ChatResult]] = []
         messages = self.profile.navigation_messages(
             task.instruction, len(self.previous), self.note, self.previous, self.images
         )
@@ -116,7 +116,11 @@ class VlmPolicy:
             self.images[index] = None
 
     async def _action(
-        self, step: NavStep, obs: Observation, image: SentImage, calls: list[tuple[str, ChatResult]]
+        self,
+        step: NavStep,
+        obs: Observation,
+        image: SentImage,
+        calls: list[tuple[RoleName, ChatResult]],
     ) -> Action:
         """The step's answer as an action; a click's point comes from the localizer if any."""
         answer = step.action
@@ -136,11 +140,11 @@ class VlmPolicy:
 
     async def _ask(
         self,
-        role: str,
+        role: RoleName,
         messages: list[dict[str, Any]],
         schema: dict[str, Any],
         model: type[Strict],
-        calls: list[tuple[str, ChatResult]],
+        calls: list[tuple[RoleName, ChatResult]],
     ) -> Any:
         try:
             parsed, result = await self.engines.ask(role, messages, schema, model)
@@ -156,7 +160,7 @@ class VlmPolicy:
     def _trace(
         self,
         step: NavStep,
-        calls: list[tuple[str, ChatResult]],
+        calls: list[tuple[RoleName, ChatResult]],
         image: SentImage,
         judged: str | None,
     ) -> ModelTrace:

@@ -28,7 +28,7 @@ import pytest
 from aiohttp import WSMsgType, web
 from PIL import Image
 
-from datagen.export.options import ExportOptions
+from datagen.export import parse_options
 from datagen.export.sft import sft_rows
 from datagen.export.source import read_shard
 from datagen.records import Click, SuccessCheck, TaskSpec
@@ -240,7 +240,7 @@ def samples(out: Path) -> list[dict[str, Any]]:
     storage = LocalStorage(out)
     rows: list[dict[str, Any]] = []
     for marker in read_markers(storage):
-        rows += sft_rows(read_shard(storage, marker, "r"), ExportOptions.parse("sft"))
+        rows += sft_rows(read_shard(storage, marker, "r"), parse_options("sft"))
     return rows
 
 

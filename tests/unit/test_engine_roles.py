@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from datagen.config import RoleConfig
+from datagen.config import RoleConfig, RoleName
 from datagen.engine.client import ChatResult
 from datagen.engine.profiles import PROFILES, ModelOutputError, Point, Verdict
 from datagen.engine.roles import Engines
@@ -21,7 +21,7 @@ MESSAGES = [{"role": "user", "content": "where?"}]
 SCHEMA = Point.model_json_schema()
 
 
-def ask(engines: Engines, role: str = "localizer") -> tuple[Any, ChatResult]:
+def ask(engines: Engines, role: RoleName = "localizer") -> tuple[Any, ChatResult]:
     return asyncio.run(engines.ask(role, MESSAGES, SCHEMA, Point))
 
 

@@ -19,8 +19,9 @@ from typer.testing import CliRunner
 
 from datagen.cli import app
 from datagen.errors import ExportError
-from datagen.export import ExportOptions, export_output
+from datagen.export import FORMATS, export_output, parse_options
 from datagen.export.card import text
+from datagen.export.choices import Format
 from datagen.export.phash import NEAR, NearIndex, distance, phash
 from datagen.export.source import ShardData
 from datagen.export.split import SplitState, assign
@@ -29,7 +30,6 @@ from datagen.sink.storage import LocalStorage
 from tests.helpers import rows, shard_stats
 from tests.unit.synthetic_run import Task, add_shard, page, task_page, write_run
 
-FORMATS = ("sft", "grounding", "rl", "pairs")
 # beta's task lands on alpha's start page, eta's (a shard later) on gamma's: one side each
 SHARD_0 = [
     Task("alpha", "a1"),
@@ -49,19 +49,17 @@ SHARE = 0.5
 
 
 @pytest.fixture(scope="module")
-def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Path]]:
+def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[Format, Path]]:
     """The output and each format's export, made shard by shard (shard 1 committed after the
     first export)."""
     folder = tmp_path_factory.mktemp("export")
     out = write_run(folder / "out", [SHARD_0])
     exports = {fmt: folder / fmt for fmt in FORMATS}
     for fmt in FORMATS:
-        export_output(str(out), ExportOptions.parse(fmt, validation=SHARE), str(exports[fmt]))
+        export_output(str(out), parse_options(fmt, validation=SHARE), str(exports[fmt]))
     add_shard(LocalStorage(out), 1, SHARD_1)
     for fmt in FORMATS:
-        again = export_output(
-            str(out), ExportOptions.parse(fmt, validation=SHARE), str(exports[fmt])
-        )
+        again = export_output(str(out), parse_options(fmt, validation=SHARE), str(exports[fmt]))
         assert again.exported == [1]
     return out, exports
 
@@ -207,7 +205,7 @@ def test_card_escapes_every_string_it_embeds(tmp_path: Path) -> None:
     hostile = "<img src=x onerror=alert(1)> *bold* [link](javascript:alert(1)) | cell"
     out = _one_task_run(tmp_path, hostile, sources=[{"type": "jsonl", "path": "t.jsonl"}])
     folder = tmp_path / "rl"
-    export_output(str(out), ExportOptions.parse("rl"), str(folder))
+    export_output(str(out), parse_options("rl"), str(folder))
     body = _card(folder)[1]
     assert text(hostile) in body
     rendered = MarkdownIt("commonmark", {"html": True}).enable("table").render(body)
@@ -220,9 +218,9 @@ def test_license_is_checked_kept_across_reruns_and_shown(tmp_path: Path) -> None
     out = _one_task_run(tmp_path, "p")
     folder = tmp_path / "rl"
     with pytest.raises(ExportError, match="is not a licence id"):
-        export_output(str(out), ExportOptions.parse("rl"), str(folder), license="MIT License!")
-    export_output(str(out), ExportOptions.parse("rl"), str(folder), license="CC-BY-4.0")
-    export_output(str(out), ExportOptions.parse("rl"), str(folder))  # no --license: kept
+        export_output(str(out), parse_options("rl"), str(folder), license="MIT License!")
+    export_output(str(out), parse_options("rl"), str(folder), license="CC-BY-4.0")
+    export_output(str(out), parse_options("rl"), str(folder))  # no --license: kept
     head, body = _card(folder)
     assert head["license"] == "cc-by-4.0" and "Licence: **cc-by-4.0**" in body
 
@@ -230,13 +228,13 @@ def test_license_is_checked_kept_across_reruns_and_shown(tmp_path: Path) -> None
 def test_validation_0_writes_train_only_and_the_share_is_bounded(tmp_path: Path) -> None:
     out = _one_task_run(tmp_path, "p")
     folder = tmp_path / "sft"
-    export_output(str(out), ExportOptions.parse("sft", validation=0), str(folder))
+    export_output(str(out), parse_options("sft", validation=0), str(folder))
     assert {p.name.split("-")[0] for p in (folder / "data").iterdir()} == {"train"}
     assert "no validation split" in _card(folder)[1]
     with pytest.raises(ExportError, match="--validation"):
-        ExportOptions.parse("sft", validation=0.9)
+        parse_options("sft", validation=0.9)
     with pytest.raises(ExportError, match="made with"):  # the share is pinned like the others
-        export_output(str(out), ExportOptions.parse("sft", validation=0.2), str(folder))
+        export_output(str(out), parse_options("sft", validation=0.2), str(folder))
 
 
 def test_a_folder_of_the_earlier_layout_is_refused_with_the_fix(tmp_path: Path) -> None:
@@ -245,7 +243,7 @@ def test_a_folder_of_the_earlier_layout_is_refused_with_the_fix(tmp_path: Path) 
     folder.mkdir()
     (folder / "_export.json").write_text(json.dumps({"source": str(out), "run_id": "synthetic"}))
     with pytest.raises(ExportError, match=r"layout 1 .* fix: export into another folder"):
-        export_output(str(out), ExportOptions.parse("rl"), str(folder))
+        export_output(str(out), parse_options("rl"), str(folder))
 
 
 def _shard(groups: dict[str, tuple[str, list[bytes]]]) -> ShardData:

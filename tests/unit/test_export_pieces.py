@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from datagen.errors import ExportError
-from datagen.export import ExportOptions
+from datagen.export import export_format, parse_options
 from datagen.export.actions import action_text, describe, pyautogui_keys
 from datagen.export.coords import Frame, from_point, number, to_box, to_point, tolerance_px
 from datagen.export.failures import failure_category
@@ -65,7 +65,7 @@ def _step(action: Any) -> dict[str, Any]:
 
 
 def _frame(coords: str) -> Frame:
-    return Frame.of(1280, 800, ExportOptions.parse("sft", coords=coords))
+    return Frame.of(1280, 800, parse_options("sft", coords=coords))
 
 
 CASES = [
@@ -129,20 +129,22 @@ def test_bad_options_are_refused_with_the_fix(
     fmt: str, given: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(ExportError, match=None) as caught:
-        ExportOptions.parse(fmt, **given)
+        parse_options(fmt, **given)
     assert message in str(caught.value)
 
 
 def test_options_record_only_what_the_format_reads() -> None:
-    assert ExportOptions.parse("grounding", coords="norm01").applied() == {
+    assert export_format("grounding").applied(parse_options("grounding", coords="norm01")) == {
         "format": "grounding",
         "coords": "norm01",
         "validation": 0.1,  # every format draws a validation split
     }
-    judged = ExportOptions.parse("sft", filter="judged", instruction="relabeled")
-    assert judged.applied()["filter"] == "judged"
-    assert "max_pixels" not in judged.applied() and judged.applied()["allow_standin"] is False
-    qwen = ExportOptions.parse("pairs", coords="qwen25vl", max_pixels=1003520).applied()
+    sft = export_format("sft")
+    judged = sft.applied(parse_options("sft", filter="judged", instruction="relabeled"))
+    assert judged["filter"] == "judged"
+    assert "max_pixels" not in judged and judged["allow_standin"] is False
+    pairs = export_format("pairs")
+    qwen = pairs.applied(parse_options("pairs", coords="qwen25vl", max_pixels=1003520))
     assert (qwen["min_pixels"], qwen["max_pixels"]) == (3136, 1003520)
 
 

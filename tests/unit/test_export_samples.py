@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from datagen.export import ExportOptions
+from datagen.export import parse_options
 from datagen.export.pairs import pair_samples
 from datagen.export.rl import rl_samples
 from datagen.export.sft import sft_samples
@@ -106,7 +106,7 @@ def shard(*episodes: tuple[Row, list[Row]]) -> ShardData:
 
 
 def sft(data: ShardData, **options: Any) -> tuple[list[Row], dict[str, int]]:
-    built = sft_samples(data, ExportOptions.parse("sft", **options))
+    built = sft_samples(data, parse_options("sft", **options))
     return built.rows, dict(built.tally)
 
 
@@ -226,7 +226,7 @@ def lost_episode(
 
 
 def pairs(data: ShardData, **options: Any) -> tuple[list[Row], dict[str, int]]:
-    built = pair_samples(data, ExportOptions.parse("pairs", **options))
+    built = pair_samples(data, parse_options("pairs", **options))
     return built.rows, dict(built.tally)
 
 
@@ -312,7 +312,7 @@ def test_start_pairs_and_one_pair_per_preference() -> None:
 def test_rl_rows_carry_the_system_turn_and_leave_stand_in_rollouts_out() -> None:
     win, steps = one_click_episode()
     sim = one_click_episode("sim", 1, model_standin=True)
-    options = ExportOptions.parse("rl", coords="qwen25vl", syntax="tool")
+    options = parse_options("rl", coords="qwen25vl", syntax="tool")
     built = rl_samples(shard((win, steps), sim), options)
     assert [r["episode_id"] for r in built.rows] == ["win"] and built.tally == {
         "left_out.standin_episode": 1

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from datagen.errors import ExportError
-from datagen.export import ExportOptions
+from datagen.export import parse_options
 from datagen.export.actions import action_text
 from datagen.export.coords import Frame, smart_resize
 from datagen.export.system import system_text
@@ -37,7 +37,7 @@ ACTIONS = [
 
 
 def frame(coords: str = "pixels", width: int = 1280, height: int = 800, **given: Any) -> Frame:
-    return Frame.of(width, height, ExportOptions.parse("sft", coords=coords, **given))
+    return Frame.of(width, height, parse_options("sft", coords=coords, **given))
 
 
 def step(action: Any, description: str = "Do it") -> dict[str, Any]:

@@ -10,7 +10,7 @@ from PIL import Image
 
 from datagen.annotate import grounding_rows
 from datagen.annotate.model import RoundTrips, model_expressions
-from datagen.config import ModelExpressionsConfig, RoleConfig
+from datagen.config import ModelExpressionsConfig, RoleConfig, RoleName
 from datagen.engine.client import EngineUnavailable
 from datagen.engine.profiles import PROFILES
 from datagen.records import Box, Element, GroundingRow, Observation, RejectReason
@@ -62,7 +62,9 @@ def rows(obs: Observation) -> list[GroundingRow]:
 def run(
     fake: FakeEngine, *, localizer: bool, per_step: int = 1
 ) -> tuple[RoundTrips, list[GroundingRow]]:
-    roles = {"writer": RoleConfig()} | ({"localizer": RoleConfig()} if localizer else {})
+    roles: dict[RoleName, RoleConfig] = {"writer": RoleConfig()}
+    if localizer:
+        roles["localizer"] = RoleConfig()
     config = ModelExpressionsConfig(per_step=per_step)
     obs = observation()
     dom = rows(obs)

@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 
 from datagen.annotate.relabel import Relabeled, frame_indices, relabel_episode
-from datagen.config import RelabelConfig, RoleConfig
+from datagen.config import RelabelConfig, RoleConfig, RoleName
 from datagen.engine.client import EngineRejected, EngineUnavailable
 from datagen.engine.hindsight import HINDSIGHT, Frame, read_actions
 from datagen.engine.profiles import SentImage
@@ -103,7 +103,7 @@ def relabel(
     fake: FakeEngine, *, steps: list[StepRow] | None = None, standin: bool = False, **config: Any
 ) -> Relabeled:
     settings = RelabelConfig(**config)
-    roles: dict[str, RoleConfig] = {"relabel": settings}
+    roles: dict[RoleName, RoleConfig] = {"relabel": settings}
     if settings.check == "judge":
         roles["judge"] = settings.judge_role()
     engines = fake.engines(roles, served="hindsight-model", standin=standin)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from datagen.config import RoleConfig, VlmPolicyConfig
+from datagen.config import RoleConfig, RoleName, VlmPolicyConfig
 from datagen.engine.client import EngineRejected, EngineUnavailable
 from datagen.policy import PolicyFailure
 from datagen.policy.translate import SCROLL_FRACTION
@@ -95,7 +95,7 @@ def policy(
         judge=RoleConfig() if judge else None,
         **settings,
     )
-    roles = {"policy": config.policy}
+    roles: dict[RoleName, RoleConfig] = {"policy": config.policy}
     if config.localizer is not None:
         roles["localizer"] = config.localizer
     if config.judge is not None:
