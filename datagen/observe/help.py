@@ -32,7 +32,7 @@ def choice(values: Any, about: str, *names: str, default: str = "") -> Any:
 
 def _version(value: bool) -> None:
     if value:
-        from datagen import __version__
+        from datagen.versions import __version__
 
         typer.echo(f"datagen {__version__}")
         raise typer.Exit()
