@@ -8,7 +8,7 @@ independent oracle at every observation.
 `datagen.pipeline.run_episode` with the explore policy, as a shard would run it. The bench
 instruments only itself: its `BrowserHost` hands out sessions whose `observe()` is wrapped, so
 that right after each observation (before the pipeline's success check, decision and action)
-`bench.oracle.judge` runs on the live page with the rows the pipeline would accept for it
+`oracle.judge` runs on the live page with the rows the pipeline would accept for it
 (`bench.grounding.accepted_rows`). Each verdict is keyed by the screenshot bytes' sha256 and
 joined afterwards to the episode's recorded steps (`EpisodeOutcome.steps`), so only
 observations that became steps count; those the pipeline dropped (off scope, error or blank
@@ -57,7 +57,7 @@ from urllib.parse import urlsplit
 
 from playwright.async_api import Page, Response
 
-from bench import oracle
+import oracle
 from bench.grounding import (
     COORDINATES,
     PAGES,
@@ -204,18 +204,8 @@ class JudgingHost(BrowserHost):
             entry.error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         finally:
             with suppress(Exception):
-                await _put_back(page, pointer)
+                await oracle.put_pointer_back(page, pointer)
             self._judging = False
-
-
-async def _put_back(page: Page, pointer: oracle.Point) -> None:
-    """Move the mouse back to where the pipeline left it, the page's pointer and mouse
-    listeners swallowed (as during judging): :hover is back, and the page saw nothing."""
-    frames = await oracle._install(await oracle._frames(page), "pointer")
-    try:
-        await page.mouse.move(pointer[0], pointer[1])
-    finally:
-        await oracle._uninstall(frames)
 
 
 # --------------------------------------------------------------------------- one episode

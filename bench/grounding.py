@@ -4,7 +4,7 @@ What it measures: for each page of `tests/fixtures/pages/real/` (late rendering,
 animation, shadow DOM, custom checkboxes, listener-only clickables, SVG, iframes, wrapped links,
 unlabeled fields, duplicate labels) and each bundled site, one observation as the pipeline
 takes it (`Session.goto`, `Session.observe`, grounding rows kept by `check_grounding`), judged
-at once on the live page by `bench.oracle` (its own Playwright code and real clicks, never
+at once on the live page by `oracle` (its own Playwright code and real clicks, never
 datagen's element scan):
 
     precision        rows whose point reaches a target and whose box lies inside it
@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import oracle
+import oracle
 from datagen import SCHEMA_VERSION
 from datagen.annotate import grounding_rows
 from datagen.annotate.describe import describe
