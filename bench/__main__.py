@@ -21,12 +21,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.harness import Row, print_table
+
 BENCHES: dict[str, list[str]] = {
     "browser": ["bench.browser_loop", "--rounds", "5"],
     "browser8": ["bench.browser_loop", "--rounds", "5", "--sessions", "8"],
-    "loop_soak": ["bench.loop_soak"],
-    "engine": ["bench.engine_util"],
-    "adaptive": ["bench.adaptive"],
+    "loop_soak": ["bench.browser_loop", "--soak", "1000"],
+    "engine": ["bench.engine", "util"],
+    "adaptive": ["bench.engine", "adaptive"],
     "sink": ["bench.sink"],
     "scale_out": ["bench.scale_out"],
     "memory": ["bench.memory"],
@@ -34,8 +36,6 @@ BENCHES: dict[str, list[str]] = {
     "episodes": ["bench.episodes", "--quiet", "--seeds", "2"],
     "e2e": ["bench.e2e"],
 }
-
-Row = tuple[str, str, str, bool | None]  # what, measured, target, met (None: no target)
 
 
 def browser(r: dict[str, Any]) -> list[Row]:
@@ -179,11 +179,7 @@ def main() -> int:
             rows.append((name, f"failed (exit {code})", "", False))
             continue
         rows.extend(SUMMARY[name](json.loads(target.read_text())))
-    width = max(len(r[0]) for r in rows)
-    print(f"\n{'benchmark':<{width}}  {'measured':<28} {'target':<7} met")
-    for what, measured, goal, met in rows:
-        mark = "" if met is None else ("yes" if met else "NO")
-        print(f"{what:<{width}}  {measured:<28} {goal:<7} {mark}")
+    print_table(rows, "benchmark")
     (args.out / "summary.json").write_text(json.dumps(rows, indent=1))
     return 0 if all(met is not False for *_, met in rows) else 1
 

@@ -7,7 +7,7 @@ sessions, tasks per shard):
 - `utilisation`: the vlm policy on the bundled sites against the stand-in (its own process),
   LocalCluster of 2 workers × S sessions, with small (8) and large (64) tasks per shard.
   Achieved engine throughput ÷ the stand-in's maximum for the same request mix (measured after,
-  in the same run, with `EngineClient` alone at full concurrency, as bench/engine_util.py
+  in the same run, with `EngineClient` alone at full concurrency, as `bench.engine util`
   does), and mean requests in flight ÷ configured (workers × sessions). In flight is read from
   the stand-in's /metrics (vllm:num_requests_running + waiting, every 0.2 s), not from datagen.
 - `naive`: datagen's episodes/s at 1 and 2 workers ÷ a naive loop's (`bench/naive.py`: one
@@ -17,6 +17,8 @@ sessions, tasks per shard):
   of it achieved, and datagen's mean in flight ÷ its sessions (2 tasks a shard by default).
 - `pipeline`: the explore pipeline (`pipelines/demo.yaml`) steps/s ÷ the bare browser loop of
   bench/browser_loop.py, with where the session time goes, from the output tables.
+- `admission` (not run by default): explore runs with the session limit static, then
+  adaptive (`cluster.admission.control`): observation latency, episodes/s, what held sessions.
 
 Everything datagen does goes through its CLI (`datagen run`, `datagen engine sim`) and its
 output (the tables, the shard markers, the manifest), so that changes inside the pool and the
@@ -25,7 +27,8 @@ admission do not break the bench.
     python bench/e2e.py --part utilisation --quick     # ~3 minutes on 2 cores
     python bench/e2e.py --part naive --quick
     python bench/e2e.py --part pipeline --quick
-    python bench/e2e.py --json out.json                # every part, full size
+    python bench/e2e.py --json out.json                # the first three, full size
+    python bench/e2e.py --part admission --sessions 32 --tasks 128
 """
 
 from __future__ import annotations
@@ -34,11 +37,11 @@ import argparse
 import asyncio
 import json
 import os
-import subprocess
+import statistics
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -46,19 +49,30 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import psutil
-import pyarrow.dataset as ds
 import yaml
 
 from bench import browser_loop
-from bench.e2e_engine import (
+from bench.engine import (
     PREFERRED,
     Sampler,
-    StandIn,
     client_alone_max,
     describe,
     mix_of,
     model_gain,
     named_calibrations,
+)
+from bench.harness import (
+    DEMO,
+    Conditions,
+    Run,
+    StandIn,
+    conditions_line,
+    parser,
+    run_datagen,
+    table,
+    write_json,
+    write_pipeline,
+    write_tasks,
 )
 from bench.naive import NaiveResult, NaiveTask, run_naive
 from bench.proc_cpu import ProcessCpu
@@ -67,136 +81,10 @@ from datagen.engine.sim.engine import Shape
 from datagen.source.readers import BUNDLED_SITES, list_sites, read_sites
 from datagen.source.serve import SiteServer
 
-REPO = Path(__file__).resolve().parents[1]
-DEMO = REPO / "pipelines" / "demo.yaml"
 Row = dict[str, Any]
 
 
-# ----------------------------------------------------------------------- conditions
-
-
-class Conditions:
-    """Load average before and after, and the machine's busy cores over the span."""
-
-    def __init__(self) -> None:
-        self.load_before = os.getloadavg()
-        self.busy0, self.t0 = busy_seconds(), time.monotonic()
-
-    def end(self) -> dict[str, Any]:
-        span = time.monotonic() - self.t0
-        return {
-            "load_before": [round(x, 2) for x in self.load_before],
-            "load_after": [round(x, 2) for x in os.getloadavg()],
-            "busy_cores": round((busy_seconds() - self.busy0) / span, 2) if span else 0.0,
-            "cpus": os.cpu_count(),
-        }
-
-
-def busy_seconds() -> float:
-    t = psutil.cpu_times()
-    return float(t.user + t.nice + t.system + t.irq + t.softirq + getattr(t, "steal", 0.0))
-
-
-def conditions_line(c: dict[str, Any]) -> str:
-    def load(v: list[float]) -> str:
-        return "/".join(f"{x:.2f}" for x in v)
-
-    return (
-        f"load average {load(c['load_before'])} before, {load(c['load_after'])} after; "
-        f"{c['busy_cores']:.2f} of {c['cpus']} cores busy"
-    )
-
-
-# ----------------------------------------------------------------------- datagen run
-
-
-@dataclass
-class Run:
-    """One `datagen run`: its exit code, the shard phase (browsers up → last marker) and what it
-    committed."""
-
-    code: int
-    wall_s: float
-    startup_s: float
-    phase_s: float
-    steps: int
-    ended: int  # tasks × repeats ended (episode rows + task/episode rejects)
-    episodes: int
-    shards: int
-    shard_seconds: float
-    busy_cores: float
-    held_by: str = ""  # the run summary's "what held sessions in flight" line (which limit binds)
-    cpu: dict[str, float] = field(default_factory=dict)  # CPU-s by kind of process, shard phase
-
-
-def run_datagen(pipeline: Path, out: Path, timeout_s: float = 1200) -> Run:
-    """`datagen run` as a subprocess; its "Dask dashboard" line marks the browsers up."""
-    began = time.time()
-    cmd = [sys.executable, "-m", "datagen", "run", str(pipeline), "--output", str(out)]
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, "COLUMNS": "200", "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
-    started: float | None = None
-    busy0 = 0.0
-    tail: list[str] = []
-    assert proc.stdout is not None
-    held_by = ""
-    with ProcessCpu(psutil.Process(proc.pid)) as cpu:
-        for line in proc.stdout:
-            tail = [*tail, line][-20:]
-            if "what held sessions" in line:
-                held_by = " ".join(line.split())
-            if started is None and "Dask dashboard" in line:
-                started, busy0 = time.time(), busy_seconds()
-                cpu.restart()
-        code = proc.wait(timeout_s)
-    ended_at = time.time()
-    markers = [json.loads(p.read_text()) for p in (out / "_markers").glob("*.json")]
-    if code != 0 or not markers:
-        print("".join(tail), file=sys.stderr)
-    last = max((m["written_at"] for m in markers), default=ended_at)
-    if started is None:  # no dashboard line: the first shard's start instead
-        started = min((m["written_at"] - m["stats"]["seconds"] for m in markers), default=began)
-    stats = [m["stats"] for m in markers]
-    rejects = table(out, "rejects", ["stage"])
-    phase = max(1e-6, last - started)
-    return Run(
-        code=code, wall_s=round(ended_at - began, 2), startup_s=round(started - began, 2),
-        phase_s=round(phase, 2), steps=sum(s["steps"] for s in stats),
-        ended=sum(s["episodes"] for s in stats) + sum(r["stage"] in ("task", "episode") for r in rejects),
-        episodes=sum(s["episodes"] for s in stats), shards=len(stats),
-        shard_seconds=round(sum(s["seconds"] for s in stats), 2),
-        busy_cores=round((busy_seconds() - busy0) / (ended_at - started), 2) if busy0 else 0.0,
-        held_by=held_by, cpu={k: round(v, 2) for k, v in cpu.by_kind.items()},
-    )  # fmt: skip
-
-
-def table(out: Path, name: str, columns: list[str]) -> list[Row]:
-    """Committed rows of one output table (the columns asked for)."""
-    folder = out / name
-    if not folder.exists() or not any(folder.glob("*.parquet")):
-        return []
-    rows: list[Row] = ds.dataset(folder, format="parquet").to_table(columns=columns).to_pylist()
-    return rows
-
-
-def write_tasks(folder: Path, n: int) -> Path:
-    """`n` tasks: the bundled sites' tasks in turn, each copy with its own id."""
-    base = read_sites(BUNDLED_SITES)
-    path = folder / "tasks.jsonl"
-    with path.open("w") as fh:
-        for i in range(n):
-            t = base[i % len(base)]
-            task: dict[str, Any] = {
-                "id": f"{t.id}-{i}",
-                "start_url": t.start_url,
-                "instruction": t.instruction,
-            }
-            if t.check is not None:
-                task["check"] = t.check.model_dump(exclude_none=True)
-            fh.write(json.dumps(task) + "\n")
-    return path
+# ----------------------------------------------------------------------- settings
 
 
 def vlm_pipeline(folder: Path, url: str, a: argparse.Namespace, per_shard: int) -> Path:
@@ -217,9 +105,7 @@ def vlm_pipeline(folder: Path, url: str, a: argparse.Namespace, per_shard: int) 
         "run": {"max_steps": a.max_steps, "tasks_per_shard": per_shard, "repeats": 1},
         "output": {"uri": "unused"},
     }
-    path = folder / f"vlm-{per_shard}.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return path
+    return write_pipeline(folder, f"vlm-{per_shard}", spec)
 
 
 def engine_slots(a: argparse.Namespace) -> int:
@@ -505,7 +391,7 @@ def part_pipeline(a: argparse.Namespace) -> dict[str, Any]:
         seconds = sum(r["bare"][kind]["steps"] / r["bare"][kind]["steps_per_s"] for r in rounds)
         return float(steps / seconds)
 
-    result = {"rounds": rounds, "ratio": round(ours / bare_rate("matched"), 3),
+    result: dict[str, Any] = {"rounds": rounds, "ratio": round(ours / bare_rate("matched"), 3),
               "ratio_fixed": round(ours / bare_rate("fixed"), 3), "conditions": cond.end(),
               "setting": f"pipelines/demo.yaml; bare loop {sessions} sessions on one browser, settle_ms 0"}  # fmt: skip
     print(f"pipeline: {result['setting']}")
@@ -541,14 +427,68 @@ def part_pipeline(a: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+# ----------------------------------------------------------------------- part 4
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
+
+
+def part_admission(a: argparse.Namespace) -> dict[str, Any]:
+    """CPU-aware admission, before and after: explore runs of the bundled sites (no model: the
+    CPU is what the sessions share) with the session limit fixed (`cluster.admission.control:
+    static`, what datagen did before) and adaptive, in the same run. Observation latency
+    p50/p95 (whole, and its own work without the wait for a quiet page) from the steps table."""
+    rounds = []
+    with tempfile.TemporaryDirectory(prefix="bench-admission-") as tmp:
+        for control in ("static", "adaptive"):
+            deadline = time.monotonic() + a.quiet_wait_s  # else a round inherits the last's load
+            while os.getloadavg()[0] >= a.quiet_load and time.monotonic() < deadline:
+                time.sleep(5)
+            folder = Path(tmp) / control
+            folder.mkdir()
+            spec = {
+                "name": f"admission-{control}",
+                "sources": [{"type": "jsonl", "path": str(write_tasks(folder, a.tasks))}],
+                "policy": {"type": "explore"},
+                "cluster": {"workers": a.workers, "sessions_per_worker": a.sessions,
+                            "dashboard": "127.0.0.1:0", "admission": {"control": control}},
+                "run": {"max_steps": a.admission_steps, "tasks_per_shard": a.admission_per_shard, "repeats": 1},
+                "output": {"uri": "unused"},
+            }  # fmt: skip
+            cond = Conditions()
+            run = run_datagen(write_pipeline(folder, control, spec), folder / "out")
+            steps = table(folder / "out", "steps", ["observe_ms", "settle_ms"])
+            whole = [float(s["observe_ms"]) for s in steps]
+            work = [float(s["observe_ms"]) - float(s["settle_ms"] or 0.0) for s in steps]
+            r: dict[str, Any] = {"control": control, "run": asdict(run), "episodes_per_s": round(run.episodes / run.phase_s, 3),
+                 "steps_per_s": round(len(steps) / run.phase_s, 2),
+                 "observe_p50_ms": round(percentile(whole, 0.5)), "observe_p95_ms": round(percentile(whole, 0.95)),
+                 "observe_work_p50_ms": round(statistics.median(work)) if work else 0,
+                 "observe_work_p95_ms": round(percentile(work, 0.95)), "conditions": cond.end()}  # fmt: skip
+            rounds.append(r)
+            print(
+                f"{control:8s} observe p50 {r['observe_p50_ms']} ms / p95 {r['observe_p95_ms']} ms "
+                f"(own work {r['observe_work_p50_ms']} / {r['observe_work_p95_ms']}), "
+                f"{r['episodes_per_s']:.2f} episodes/s, {r['steps_per_s']:.1f} steps/s over "
+                f"{run.phase_s:.0f} s, {run.busy_cores:.2f} cores busy; {run.held_by or '-'}; "
+                f"{run.episodes} episodes, peak sessions {run.peak_sessions}, rejects "
+                f"{run.rejects or 'none'}; {conditions_line(r['conditions'])}",
+                flush=True,
+            )
+    return {"rounds": rounds}
+
+
 # ----------------------------------------------------------------------- main
 
-PARTS = {"utilisation": part_utilisation, "naive": part_naive, "pipeline": part_pipeline}
+PARTS = {"utilisation": part_utilisation, "naive": part_naive, "pipeline": part_pipeline,
+         "admission": part_admission}  # fmt: skip
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    p.add_argument("--part", choices=list(PARTS), nargs="*", default=list(PARTS))
+    p = parser(__doc__)
+    p.add_argument("--part", choices=list(PARTS), nargs="*", default=list(PARTS)[:3])
     p.add_argument(
         "--quick", action="store_true", help="small sizes: ~2-3 minutes a part on 2 cores"
     )
@@ -576,7 +516,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--admission", choices=["adaptive", "static"], default="adaptive",
         help="cluster.admission.control of the vlm runs (static: sessions_per_worker always)",
     )  # fmt: skip
-    p.add_argument("--json", type=Path, help="write results here")
+    p.add_argument("--admission-steps", type=int, default=6, help="admission part: max_steps")
+    p.add_argument("--admission-per-shard", type=int, default=32, help="admission part: tasks a shard")  # fmt: skip
+    p.add_argument("--quiet-load", type=float, default=3.0, help="admission part: wait for the load below this")  # fmt: skip
+    p.add_argument("--quiet-wait-s", type=float, default=150.0, help="…at most this long")
     a = p.parse_args(argv)
     quick = {"sessions": 16, "tasks": 128, "max_steps": 2, "max_seconds": 15, "naive_seconds": 60, "rounds": 1}  # fmt: skip
     full = {"sessions": 32, "tasks": 256, "max_steps": 3, "max_seconds": 30, "naive_seconds": 180, "rounds": 2}  # fmt: skip
@@ -593,8 +536,7 @@ def main(argv: list[str] | None = None) -> int:
     results = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "quick": a.quick}
     for name in a.part:
         results[name] = PARTS[name](a)
-    if a.json:
-        a.json.write_text(json.dumps(results, indent=1, default=str))
+    write_json(a.json, results)
     return 0
 
 
