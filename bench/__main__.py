@@ -30,7 +30,7 @@ BENCHES: dict[str, list[str]] = {
     "engine": ["bench.engine", "util"],
     "adaptive": ["bench.engine", "adaptive"],
     "sink": ["bench.sink"],
-    "scale_out": ["bench.scale_out"],
+    "scale_out": ["bench.e2e", "--part", "scale_out", "--rounds", "2"],
     "memory": ["bench.memory"],
     "grounding": ["bench.grounding", "--quiet"],
     "episodes": ["bench.episodes", "--quiet", "--seeds", "2"],
@@ -90,6 +90,7 @@ def sink(r: dict[str, Any]) -> list[Row]:
 
 
 def scale_out(r: dict[str, Any]) -> list[Row]:
+    r = r["scale_out"]
     return [(f"steps/s, 2 workers ÷ 1 ({r['cores']} cores)", f"{r['ratio']:.2f}", "—", None)]
 
 

@@ -1,43 +1,27 @@
 """Per-step throughput of our browser loop against a bare Playwright loop, side by side.
 
-What it measures: steps per second (wall clock) and CPU seconds per step of two loops that do
-the same work on the bundled sites (`datagen/sites`), with the same Chromium, launch switches,
-viewport, image encoding, episodes, steps and concurrency:
+Steps/s and CPU a step of two loops doing the same work on the bundled sites, with the same
+Chromium, switches, viewport, image encoding, episodes, steps and concurrency:
 
     ours   BrowserHost.session() ─► [Session.observe() ─► Explorer.decide() ─► Session.act(Click)] x steps
     bare   new_context/new_page  ─► [page.screenshot(jpeg) ─► page.evaluate(small JS) ─► mouse.click
                                       ─► wait_for_load_state("load")] x steps
 
-Why: `Session` does more per step than the minimum (an element scan with names, selectors and
-hit tests; pydantic records; a CDP screenshot clipped at the scroll offset; the page title).
-The ratio says what that costs, or saves, against the simplest loop anyone would write.
-
-Method: both sides live in this one process, each with its own Playwright driver and Chromium,
-and run in alternating rounds (ours, bare, ours, bare, ...) so that noise from other work on the
-machine falls on both. `settle_ms` is 0 so that we measure work, not sleeps. CPU is the
-user+system time of the Python process plus the side's Playwright driver and every process under
-it (Chromium's browser, zygotes, GPU/utility and renderer processes), read with psutil before and
-after each round (the "after" once the round's last contexts have had TEARDOWN_GRACE_S to shut
-down). Renderers of closed contexts exit within a round; their time is still counted, because a
-zombie's times stay readable and the zygote that reaps it adds them to its `children_*` times.
-The machine's other load during each round is reported too ("others", in cores).
+Both sides live in this process, each with its own driver and Chromium, in alternating rounds
+(noise falls on both); `settle_ms` 0 (work, not sleeps). CPU: this process, the side's driver
+and every process under it, read with psutil around each round (after TEARDOWN_GRACE_S; a
+zombie renderer's time is reaped into its zygote's `children_*`); the machine's other load is
+reported as "others". Method and results: docs/benchmarks.md, "Browser loop".
 
     python bench/browser_loop.py --rounds 3 --episodes 4 --steps 10 --sessions 4 [--json OUT]
-
-`--variants NAME ...` (or `all`) adds our loop with one part switched off or swapped, as more
-sides, and splits each side's CPU a step by Chromium process type (`--type`; renderers of
-closed contexts count under `zygote`, which reaps them). A variant is a measurement, not a
-mode to run in: each drops something the pipeline needs (VARIANTS says what).
-
     python -m bench.browser_loop --variants all --rounds 6 --episodes 2
-
-`--soak STEPS`: alternating rounds of `--steps-per-round` steps, new seeds each round, until
-each side has done STEPS on one browser (no restart). A loop that leaks (listeners, contexts,
-CDP sessions) gets dearer round after round; the bare loop shows what the machine drifts by.
-Printed: CPU ms a step and steps/s of the first and last quarter of the rounds, and `flat`:
-ours moved by less than FLAT (10%) and by no more than the bare loop's drift.
-
     python -m bench.browser_loop --soak 1000
+
+`--variants`: more sides, our loop with one part switched off or swapped (VARIANTS: a
+measurement, not a mode to run in), and each side's CPU split by Chromium `--type`.
+`--soak STEPS`: rounds of `--steps-per-round` steps, new seeds each, until each side has done
+STEPS on one browser; `flat`: ours' CPU a step, last ÷ first quarter, moved by less than FLAT
+and by no more than the bare loop's (the machine's) drift.
 """
 
 from __future__ import annotations

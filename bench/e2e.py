@@ -19,6 +19,8 @@ sessions, tasks per shard):
   bench/browser_loop.py, with where the session time goes, from the output tables.
 - `admission` (not run by default): explore runs with the session limit static, then
   adaptive (`cluster.admission.control`): observation latency, episodes/s, what held sessions.
+- `scale_out` (not run by default): `pipelines/demo.yaml` on 1 Dask worker, then 2
+  (`--rounds` of each): steps/s 2 workers ÷ 1 (at most about min(2, C ÷ cores one keeps busy)).
 
 Everything datagen does goes through its CLI (`datagen run`, `datagen engine sim`) and its
 output (the tables, the shard markers, the manifest), so that changes inside the pool and the
@@ -29,6 +31,7 @@ admission do not break the bench.
     python bench/e2e.py --part pipeline --quick
     python bench/e2e.py --json out.json                # the first three, full size
     python bench/e2e.py --part admission --sessions 32 --tasks 128
+    python bench/e2e.py --part scale_out --rounds 2
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ from bench.engine import (
 from bench.harness import (
     DEMO,
     Conditions,
+    ProcessCpu,
     Run,
     StandIn,
     conditions_line,
@@ -75,7 +79,6 @@ from bench.harness import (
     write_tasks,
 )
 from bench.naive import NaiveResult, NaiveTask, run_naive
-from bench.proc_cpu import ProcessCpu
 from datagen.browser.launch import find_executable, launch_options
 from datagen.engine.sim.engine import Shape
 from datagen.source.readers import BUNDLED_SITES, list_sites, read_sites
@@ -480,10 +483,44 @@ def part_admission(a: argparse.Namespace) -> dict[str, Any]:
     return {"rounds": rounds}
 
 
+# ----------------------------------------------------------------------- part 5
+
+
+def part_scale_out(a: argparse.Namespace) -> dict[str, Any]:
+    """`pipelines/demo.yaml` (explore, grounding, no model) on 1 worker, then 2, alternating
+    (`--rounds` of each): steps/s over the shard phase, 2 workers ÷ 1, and steps per busy
+    core-second (does a second worker turn extra cores into steps as well as the first?)."""
+    runs: list[dict[str, float]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(a.rounds):
+            for workers in (1, 2):
+                spec = yaml.safe_load(DEMO.read_text())
+                spec["cluster"] |= {"workers": workers, "dashboard": "127.0.0.1:0"}
+                folder = Path(tmp) / f"w{workers}-{i}"
+                folder.mkdir()
+                run = run_datagen(write_pipeline(folder, "demo", spec), folder / "out")
+                if run.code != 0:
+                    raise SystemExit(f"datagen run failed (exit {run.code})")
+                rate = run.steps / run.phase_s
+                runs.append({"workers": workers, "steps": run.steps, "startup_s": run.startup_s,
+                             "shard_phase_s": run.phase_s, "steps_per_s": round(rate, 2), "cores_busy": run.busy_cores,
+                             "steps_per_core_s": round(rate / max(run.busy_cores, 1e-6), 2)})  # fmt: skip
+                print(
+                    f"{workers} worker(s): {run.steps} steps in {run.phase_s:.1f} s = {rate:.2f} "
+                    f"steps/s, {run.busy_cores:.2f} cores busy = {runs[-1]['steps_per_core_s']:.2f} "
+                    f"steps per core-second (start-up {run.startup_s:.1f} s)",
+                    flush=True,
+                )
+    by = {w: statistics.mean(r["steps_per_s"] for r in runs if r["workers"] == w) for w in (1, 2)}
+    ratio = by[2] / by[1]
+    print(f"ratio steps/s (2 workers / 1 worker): {ratio:.2f} on {os.cpu_count()} cores")
+    return {"runs": runs, "ratio": round(ratio, 3), "cores": os.cpu_count()}
+
+
 # ----------------------------------------------------------------------- main
 
 PARTS = {"utilisation": part_utilisation, "naive": part_naive, "pipeline": part_pipeline,
-         "admission": part_admission}  # fmt: skip
+         "admission": part_admission, "scale_out": part_scale_out}  # fmt: skip
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -510,7 +547,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--naive-seconds", type=float, help="naive loop's run (quick 60, full 180)")
     p.add_argument("--naive-workers", type=int, nargs="*", default=[1, 2], help="naive part: datagen's workers, one run each")  # fmt: skip
     p.add_argument("--naive-per-shard", type=int, default=2, help="naive part: tasks a shard of datagen's runs")  # fmt: skip
-    p.add_argument("--rounds", type=int, help="pipeline part: rounds of (pipeline, bare) (quick 1, full 2)")  # fmt: skip
+    p.add_argument("--rounds", type=int, help="pipeline and scale_out parts: rounds (quick 1, full 2)")  # fmt: skip
     p.add_argument("--bare-episodes", type=int, default=4, help="bare loop: episodes per site")
     p.add_argument(
         "--admission", choices=["adaptive", "static"], default="adaptive",

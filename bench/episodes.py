@@ -1,45 +1,22 @@
 """Grounding quality over whole explore episodes, as the pipeline records them, judged by the
 independent oracle at every observation.
 
-`bench.grounding` judges one observation per page, right after load. Here each fixture page of
-`tests/fixtures/pages/real/` and `tests/fixtures/pages/controls/` that carries ground truth
-(`data-gt`), plus `offsite.html` and
-`errorlinks.html` (no annotation: judged with the oracle's `discover=True`), is the start of
-`datagen.pipeline.run_episode` with the explore policy, as a shard would run it. The bench
-instruments only itself: its `BrowserHost` hands out sessions whose `observe()` is wrapped, so
-that right after each observation (before the pipeline's success check, decision and action)
-`oracle.judge` runs on the live page with the rows the pipeline would accept for it
-(`bench.grounding.accepted_rows`). Each verdict is keyed by the screenshot bytes' sha256 and
-joined afterwards to the episode's recorded steps (`EpisodeOutcome.steps`), so only
-observations that became steps count; those the pipeline dropped (off scope, error or blank
-page) and the final observation are counted apart.
-
-    precision         rows whose point reaches a target and whose box lies inside it
-    recall by kind    targets (visible, static, in the viewport, reachable) with a correct row
-    duplicates        rows of one screenshot that share a referring expression
-    disagreement      steps with a row whose box is not where its target is painted in the
-                      screenshot (or the row of a moving element)
-    bad pages         steps recorded on chrome-error://, about:, data: or a document answered
-                      with HTTP ≥ 400 (from the bench's own response listener)
-    in scope          steps whose URL is on the start URL's host (run.scope "site" for an IP)
-    dropped           the pipeline's `step` rejects, by reason
-    observe ms        median `observe_ms` of the recorded steps (judging is not in it)
-    own row           rows quoting text from outside their target's control row (data-gt-row)
-    coordinates       steps whose description places the target by coordinates, and of them
-                      those whose target has a grounding row (should be none)
-
-The oracle's probe clicks move the mouse; after judging, the bench puts the pointer back where
-the pipeline left it (with the oracle's event swallowing on), so the page's :hover state and
-mouse listeners are as they would be without the bench.
+Each fixture page with ground truth (`tests/fixtures/pages/real/`, `controls/`), plus
+`offsite.html` and `errorlinks.html` (judged with `discover=True`), starts
+`datagen.pipeline.run_episode` (explore policy) as a shard would run it. The bench instruments
+only itself: its `BrowserHost` wraps `observe()` so that `oracle.judge` runs on the live page
+right after each observation with the rows the pipeline would keep
+(`bench.grounding.accepted_rows`), then puts the mouse back where the pipeline left it. Verdicts
+are keyed by the screenshot's sha256 and joined to the recorded steps, so only observations
+that became steps count. Figures (precision, recall by kind, duplicates, disagreement, bad
+pages, scope, drops, coordinates): docs/benchmarks.md, "Grounding on pages nobody here wrote".
 
     .venv/bin/python -m bench.episodes [--seeds N] [--steps N] [--pages NAME ...] [--json OUT]
 
-`--add-one`: the demo's add-one tasks (`todo-add-item`: a new todo item; `shop-add-any`: any
-product in the cart) as explore episodes with `pipelines/demo.yaml`'s settings, one episode per
-repeat index (`--seeds` of them, default 20 here), not judged: solved is the task's own check
-(its `check.js`) on the live page. Also counted: episodes that typed a value and never
-completed it (no Enter or click after the last typing: the issue-34 regression), and steps
-whose description places an element target by coordinates.
+`--add-one`: the demo's add-one tasks (ADD_ONE) as explore episodes with `pipelines/demo.yaml`'s
+settings, `--seeds` each (default 20), not judged: solved is the task's own check on the live
+page; also counted: typed values never completed (the issue-34 regression) and steps whose
+description places an element target by coordinates.
 
     .venv/bin/python -m bench.episodes --add-one [--seeds 20] [--tasks ID ...]
 """

@@ -1,24 +1,13 @@
 """Grounding quality on pages written the way real web apps are, judged by an independent oracle.
 
-What it measures: for each page of `tests/fixtures/pages/real/` (late rendering, relayout,
-animation, shadow DOM, custom checkboxes, listener-only clickables, SVG, iframes, wrapped links,
-unlabeled fields, duplicate labels) and each bundled site, one observation as the pipeline
-takes it (`Session.goto`, `Session.observe`, grounding rows kept by `check_grounding`), judged
-at once on the live page by `oracle` (its own Playwright code and real clicks, never
-datagen's element scan):
-
-    precision        rows whose point reaches a target and whose box lies inside it
-    recall by kind   targets (visible, static, in the viewport, reachable) with a correct row
-    duplicates       rows of one screenshot that share a referring expression
-    disagreement     observations with a row whose box is not where its target is painted
-                     in the screenshot (or the row of a moving element)
-    early            observations taken before the page settled: 1.5 s later, targets had
-                     appeared or moved (the oracle judges the moment datagen observed)
-    cost             median wall ms of Session.observe() vs a bare page.screenshot(jpeg),
-                     and of the oracle's CDP listener walk (the expensive alternative)
-
-The fixture pages carry their ground truth (`data-gt`); the bundled sites do not, so there the
-oracle's targets are what Playwright's role queries and CDP's listener lists find.
+For each page of `tests/fixtures/pages/real/` and `controls/` (late rendering, relayout,
+animation, shadow DOM, custom controls, listener-only clickables, SVG, iframes, wrapped links,
+unlabeled fields, …) and each bundled site: one observation as the pipeline takes it (goto,
+observe, rows kept by `check_grounding`), judged at once on the live page by `oracle` (its own
+Playwright code and real clicks). Fixture pages carry their ground truth (`data-gt`); on the
+bundled sites the oracle discovers targets by role queries and CDP listeners. Figures
+(precision, recall by kind and case, duplicates, disagreement, early observations, cost):
+docs/benchmarks.md, "Grounding on pages nobody here wrote".
 
     .venv/bin/python -m bench.grounding [--repeats N] [--pages NAME ...] [--no-sites] [--json OUT]
 """
