@@ -99,42 +99,15 @@ def memory(r: dict[str, Any]) -> list[Row]:
 
 
 def grounding(r: dict[str, Any]) -> list[Row]:
-    s, met = r["summary"], r["summary"]["met"]
-    rows: list[Row] = [
-        ("grounding precision (oracle)", f"{s['precision']:.4f}", "≥ 0.995", met["precision"])
-    ]
-    for kind, (found, counted, ratio) in s["recall"].items():
-        goal = "≥ 0.97" if kind == "native" else "≥ 0.9"
-        measured = f"{ratio:.3f} ({found:.0f}/{counted:.0f})"
-        rows.append((f"grounding recall, {kind}", measured, goal, met[f"recall {kind}"]))
-    observations = s["observations"]
-    cost = s["observe_ms_median"] / s["screenshot_ms_median"]
-    return [
-        *rows,
-        ("grounding rows sharing an expression", f"{s['duplicate_rate']:.4f}", "0", met["duplicates"]),
-        ("grounding rows naming the wrong thing", f"{s['misnamed_rows']}", "0", met["names"]),
-        ("grounding rows boxing a wrapped link's lines", f"{s['loose_rows']}", "0", met["one line"]),
-        ("grounding observations disagreeing with image", f"{s['disagreeing_observations']}/{observations}", "0", met["disagreement"]),
-        ("grounding observations before the page settled", f"{s['early_observations']}/{observations}", "0", met["settled"]),
-        ("observe() ms ÷ bare screenshot ms", f"{cost:.2f}", "—", None),
-    ]  # fmt: skip
+    from bench import grounding as bench
+
+    return [(f"grounding: {w}", m, g, ok) for w, m, g, ok in bench.table(r["summary"])]
 
 
 def episodes(r: dict[str, Any]) -> list[Row]:
-    s, met = r["summary"]["overall"], r["summary"]["met"]
-    rows: list[Row] = [("episodes: grounding precision (oracle, every step)", f"{s['precision']:.4f} ({s['steps']} steps)", "≥ 0.995", met["precision"])]  # fmt: skip
-    for kind, (found, counted, ratio) in s["recall"].items():
-        goal = "≥ 0.97" if kind == "native" else "≥ 0.9"
-        rows.append((f"episodes: grounding recall, {kind}", f"{ratio:.3f} ({found:.0f}/{counted:.0f})", goal, met[f"recall {kind}"]))  # fmt: skip
-    rows += [
-        ("episodes: rows sharing an expression", f"{s['duplicate_rows']}", "0", met["duplicates"]),
-        ("episodes: steps disagreeing with image", f"{s['disagreeing_steps']}/{s['judged']}", "0", met["disagreement"]),
-        ("episodes: steps on error or blank pages", f"{s['error_steps'] + s['blank_steps']}", "0", met["bad pages"]),
-    ]  # fmt: skip
-    if "in scope" in met:
-        offsite = r["summary"]["pages"]["offsite.html"]
-        rows.append(("episodes: steps in scope, offsite.html", f"{offsite['in_scope']:.3f}", "≥ 0.95", met["in scope"]))  # fmt: skip
-    return rows
+    from bench import episodes as bench
+
+    return [(f"episodes: {w}", m, g, ok) for w, m, g, ok in bench.table(r["summary"])]
 
 
 def e2e(r: dict[str, Any]) -> list[Row]:

@@ -378,6 +378,14 @@ def print_report(episodes: list[EpisodeResult], verbose: bool) -> dict[str, Any]
             f"{f['error_steps']:>3}/{f['blank_steps']:<3} {f['in_scope']:>5.2f} {f['observe_ms_median']:>6.0f}  {dropped}"
         )  # fmt: skip
     print(f"\nepisodes: {dict(Counter(e.status for e in episodes))}")
+    summary = {"overall": o, "met": met, "pages": per_page}
+    print_table(table(summary))
+    return summary
+
+
+def table(summary: dict[str, Any]) -> list[Row]:
+    """The figures of a summary (`print_report`'s) against their targets."""
+    o, met, offsite = summary["overall"], summary["met"], summary["pages"].get("offsite.html")
     rows: list[Row] = [("recorded steps (judged)", f"{o['steps']} ({o['judged']}) in {o['episodes']} episodes", "-", None), *recall_rows(o)]  # fmt: skip
     rows += [
         ("rows sharing an expression", f"{o['duplicate_rows']} ({o['duplicate_steps']} steps)", "0", met["duplicates"]),
@@ -401,8 +409,7 @@ def print_report(episodes: list[EpisodeResult], verbose: bool) -> dict[str, Any]
         ("median ms: observe() of recorded steps", f"{o['observe_ms_median']:.1f}", "-", None),
         ("median ms: oracle judge() per step", f"{o['judge_ms_median']:.1f}", "-", None),
     ]  # fmt: skip
-    print_table(rows)
-    return {"overall": o, "met": met, "pages": per_page}
+    return rows
 
 
 # --------------------------------------------------------------------------- main

@@ -316,6 +316,11 @@ def print_report(results: list[PageResult], s: dict[str, Any], verbose: bool) ->
             print(f"    after the observation: {'; '.join(r.settled_changes[:4])}" + (f" (+{more} more)" if more > 0 else ""))  # fmt: skip
         for gap in r.annotation_gaps:
             print(f"    WARNING annotation gap on {r.page}: {gap}")
+    print_table(table(s))
+
+
+def table(s: dict[str, Any]) -> list[Row]:
+    """The figures of a summary (`summarise`) against their targets."""
     met, n = s["met"], s["observations"]
     ratio = s["observe_ms_median"] / s["screenshot_ms_median"] if s["screenshot_ms_median"] else 0.0
     rows = recall_rows(s)
@@ -338,7 +343,7 @@ def print_report(results: list[PageResult], s: dict[str, Any], verbose: bool) ->
         ("observe ÷ bare screenshot", f"{ratio:.2f}", "-", None),
         ("median ms: CDP listener walk (oracle)", f"{s['listener_walk_ms_median']:.1f}", "-", None),
     ]  # fmt: skip
-    print_table(rows)
+    return rows
 
 
 # --------------------------------------------------------------------------- main
