@@ -56,25 +56,10 @@ def loop_soak(r: dict[str, Any]) -> list[Row]:
 def engine(r: list[dict[str, Any]]) -> list[Row]:
     rows: list[Row] = []
     for s in r:
-        goal = 0.95 if s["sessions"] <= 100 else 0.9
-        rows.append(
-            (
-                f"engine utilisation, {s['sessions']} sessions",
-                f"{s['utilisation']:.3f}",
-                f"≥ {goal}",
-                s["utilisation"] >= goal,
-            )
-        )
-        cpu = s["client_cpu_ms_per_request"]
-        rows.append(
-            (
-                f"client CPU per request, {s['sessions']} sessions",
-                f"{cpu:.2f} ms",
-                "< 2 ms",
-                cpu < 2,
-            )
-        )
-    return rows  # fmt: skip
+        goal, cpu = 0.95 if s["sessions"] <= 100 else 0.9, s["client_cpu_ms_per_request"]
+        rows.append((f"engine utilisation, {s['sessions']} sessions", f"{s['utilisation']:.3f}", f"≥ {goal}", s["utilisation"] >= goal))  # fmt: skip
+        rows.append((f"client CPU per request, {s['sessions']} sessions", f"{cpu:.2f} ms", "< 2 ms", cpu < 2))  # fmt: skip
+    return rows
 
 
 def adaptive(r: list[dict[str, Any]]) -> list[Row]:
