@@ -1,30 +1,18 @@
-"""End-to-end benchmarks: the whole job with real browsers, as `datagen run` runs it.
+"""End-to-end benchmarks: the whole job with real browsers, as `datagen run` runs it, through its
+CLI and output only (tables, shard markers, manifest). Each part is a ratio of two things
+measured in the same run, printed with its conditions (load, busy cores, the stand-in's speed
+and calibration, workers × sessions, tasks per shard). Method and results: docs/benchmarks.md,
+"End to end" (and "Scale-out", "CPU-aware admission").
 
-Three parts, each a ratio of two things measured in the same run, printed with its conditions
-(load average before and after, busy cores, the stand-in's speed and calibration, workers ×
-sessions, tasks per shard):
-
-- `utilisation`: the vlm policy on the bundled sites against the stand-in (its own process),
-  LocalCluster of 2 workers × S sessions, with small (8) and large (64) tasks per shard.
-  Achieved engine throughput ÷ the stand-in's maximum for the same request mix (measured after,
-  in the same run, with `EngineClient` alone at full concurrency, as `bench.engine util`
-  does), and mean requests in flight ÷ configured (workers × sessions). In flight is read from
-  the stand-in's /metrics (vllm:num_requests_running + waiting, every 0.2 s), not from datagen.
-- `naive`: datagen's episodes/s at 1 and 2 workers ÷ a naive loop's (`bench/naive.py`: one
-  browser, one episode after another, each step waiting for the model, written against
-  Playwright and httpx only) on the same machine and stand-in at the published calibration,
-  with the gain the engine model allows (its rate at datagen's concurrency ÷ at 1), the share
-  of it achieved, and datagen's mean in flight ÷ its sessions (2 tasks a shard by default).
-- `pipeline`: the explore pipeline (`pipelines/demo.yaml`) steps/s ÷ the bare browser loop of
-  bench/browser_loop.py, with where the session time goes, from the output tables.
-- `admission` (not run by default): explore runs with the session limit static, then
-  adaptive (`cluster.admission.control`): observation latency, episodes/s, what held sessions.
-- `scale_out` (not run by default): `pipelines/demo.yaml` on 1 Dask worker, then 2
-  (`--rounds` of each): steps/s 2 workers ÷ 1 (at most about min(2, C ÷ cores one keeps busy)).
-
-Everything datagen does goes through its CLI (`datagen run`, `datagen engine sim`) and its
-output (the tables, the shard markers, the manifest), so that changes inside the pool and the
-admission do not break the bench.
+- `utilisation`: the vlm policy against the stand-in, small and large shards: engine req/s ÷
+  the stand-in's maximum for the same request mix (`bench.engine.client_alone_max`), and mean
+  in flight (its /metrics) ÷ configured.
+- `naive`: datagen's episodes/s at 1 and 2 workers ÷ `bench/naive.py`'s (one browser, one
+  episode after another, no datagen code), with the gain the engine model allows.
+- `pipeline`: `pipelines/demo.yaml` steps/s ÷ bench/browser_loop.py's bare loop, and where the
+  session time goes.
+- `admission` (not by default): explore runs, session limit static then adaptive.
+- `scale_out` (not by default): `pipelines/demo.yaml` on 1 Dask worker, then 2.
 
     python bench/e2e.py --part utilisation --quick     # ~3 minutes on 2 cores
     python bench/e2e.py --part naive --quick

@@ -1,27 +1,19 @@
-"""The engine client against the stand-in: utilisation at many sessions, the adaptive
-in-flight budget against static caps, and the engine side of the end-to-end bench.
+"""The engine client against the stand-in (in its own process): utilisation at many sessions,
+the adaptive in-flight budget against static caps, and the engine side of bench/e2e.py. Only
+public interfaces: the stand-in's CLI and routes, the profiles' prompt builders, `EngineClient`.
+Method and results: docs/benchmarks.md, "Engine utilisation" and "Adaptive in-flight budget".
 
     python -m bench.engine util                 # 100 and 1000 sessions, ~1 minute
     python -m bench.engine util --sessions 100 --seconds 20 --json out.json
     python -m bench.engine adaptive             # caps 12..176 and adaptive, ~8 minutes
     python -m bench.engine adaptive --caps 48 192 --phase-seconds 6 --json out.json
 
-`util`: N sessions send navigation-shaped requests back to back through `EngineClient` (one
-1280×800 JPEG, the profile's prompt and JSON schema) to a stand-in of capacity C in its own
-process; utilisation = sustained req/s (middle 60% of the run) ÷ the stand-in's engine model
-with a queue that never runs dry (`saturated_rate`), and the client's CPU per request. The
-in-flight controller steers as in a pipeline run (`--static`: every request goes straight on).
-
-`adaptive`: 1,000 sessions while the engine's memory pool changes (POOLS_GIB: 38 GiB, ≈ 190
-such requests fit; 3.2 GiB, ≈ 16; 38 GiB), so a cap right for one phase is wrong for the
-other (the engine preempts and recomputes past its cache). One run per cap, static or adaptive
-(`datagen.engine.control`), each on a fresh stand-in: req/s per phase and overall, engine
-latency p50/p95, and adaptive ÷ the best static cap.
-
-For `bench/e2e.py`: `Sampler` reads the stand-in's /metrics (vllm:num_requests_running +
-waiting) and /sim/stats every 0.2 s; `client_alone_max` is the stand-in's maximum for a run's
-request mix (`mix_of`), the client alone at full concurrency. Only public interfaces: the
-stand-in's CLI and routes, `datagen.engine.profiles`' prompt builders, `EngineClient`.
+`util`: sessions send navigation requests back to back; utilisation = sustained req/s ÷ the
+stand-in's engine model with a queue that never runs dry (`saturated_rate`), and the client's
+CPU a request (`--static`: no in-flight controller). `adaptive`: the engine's memory pool
+changes mid-run (POOLS_GIB), so a cap right for one phase is wrong for the other: req/s per
+phase, engine latency, adaptive ÷ the best static cap. For e2e: `Sampler` (in flight from
+/metrics, completions from /sim/stats) and `client_alone_max` (a run's request mix, `mix_of`).
 """
 
 from __future__ import annotations

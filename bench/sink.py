@@ -16,15 +16,10 @@ of `--repeats`), the Parquet sizes, and the ratio ours/bare.
     python -m bench.sink
     python -m bench.sink --steps 400 --json out.json
 
-`--row-groups OUTPUT`: the row group size of the image tables, what it costs and what readers
-gain, on the committed `steps` rows of a real run (its real screenshots). The Hugging Face
-dataset viewer refuses row groups whose rows take more than 300 MB to read, and `datasets`
-streaming reads a file a row group at a time (the first sample waits for the whole first
-group): small groups start faster and stay under the limit; each costs a little metadata and
-per-group encoding. For each `--sizes` it writes one file of those rows as the sink does
-(zstd, images uncompressed) and prints the bytes per row group (on disk, in memory), the file
-size, the write MB/s, the time to read the first row group with pyarrow and to the first 10
-rows through `datasets` streaming (images decoded), each the best of `--repeats` after a warm-up.
+`--row-groups OUTPUT`: the row group size of the image tables on a real run's committed steps
+(its screenshots): for each `--sizes`, one file written as the sink does, its bytes per row
+group, write MB/s, and the time to the first row group (pyarrow) and to the first 10 rows
+through `datasets` streaming, best of `--repeats` (docs/output.md, "Row groups").
 
     .venv/bin/datagen run pipelines/demo.yaml -o /tmp/rows-demo
     .venv/bin/python -m bench.sink --row-groups /tmp/rows-demo --sizes 25 50 100 256
