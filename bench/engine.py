@@ -27,7 +27,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -214,12 +214,14 @@ def mix_of(step_indices: Sequence[int], localized: int) -> list[Kind]:
 @dataclass
 class Drive:
     """Sessions sending back to back: samples (time, completed), this process's CPU seconds,
-    the client (its stats), and (prompt, completion) tokens by kind of request."""
+    the client (its stats), (prompt, completion) tokens by kind of request, and each answer's
+    latency at the engine (the wait in the client's gate left out)."""
 
     samples: list[tuple[float, int]]
     cpu_s: float
     client: EngineClient
     usage: dict[str, list[tuple[int, int]]]
+    latencies: list[float] = field(default_factory=list)
 
     def sustained(self) -> float:
         """Completed req/s over the middle 60% of the run (ramp-up and drain left out)."""
@@ -240,23 +242,25 @@ async def drive(
     *,
     adaptive: bool = False,
     at_least: int = 0,
+    cap: int | None = None,
+    beside: Callable[[Drive], Awaitable[None]] | None = None,
 ) -> Drive:
     """`sessions` loops sending `bodies` in their weights' proportions (the largest deficit
-    next) for `seconds` and until `at_least` requests; with `adaptive`, the pipeline's
-    in-flight controller steers how many reach the engine."""
-    client = EngineClient(url, max_in_flight=sessions, timeout_s=600, retries=2)
+    next) for `seconds` and until `at_least` requests, or, given `beside`, until it returns
+    (then the requests in flight are dropped); at most `cap` at once (default: all), or as many
+    as the pipeline's in-flight controller lets through with `adaptive`."""
+    client = EngineClient(url, max_in_flight=cap or sessions, timeout_s=600, retries=2)
     await client.wait_ready(30)
     control = None
     if adaptive:
         steer = client.control(InFlightController(sessions), interval_s=0.5)
         control = asyncio.create_task(steer)
     stop, total = time.monotonic() + seconds, sum(k.weight for k, _ in bodies)
-    samples: list[tuple[float, int]] = []
-    usage: dict[str, list[tuple[int, int]]] = {k.name: [] for k, _ in bodies}
+    d = Drive([], 0.0, client, {k.name: [] for k, _ in bodies})
     owed = [0.0] * len(bodies)
 
     def going() -> bool:  # at a slow stand-in the answers come in waves: a short window cuts one
-        return time.monotonic() < stop or client.stats.requests < at_least
+        return beside is not None or time.monotonic() < stop or client.stats.requests < at_least
 
     async def session() -> None:
         while going():
@@ -265,20 +269,28 @@ async def drive(
             i = max(range(len(bodies)), key=owed.__getitem__)
             owed[i] -= total
             result = await client.chat(bodies[i][1])
-            usage[bodies[i][0].name].append((result.prompt_tokens, result.completion_tokens))
+            d.usage[bodies[i][0].name].append((result.prompt_tokens, result.completion_tokens))
+            d.latencies.append(result.latency_ms - result.queued_ms)
 
     async def sampler() -> None:
         while going():
-            samples.append((time.monotonic(), client.stats.requests))
+            d.samples.append((time.monotonic(), client.stats.requests))
             await asyncio.sleep(0.5)
 
     cpu = time.process_time()
-    await asyncio.gather(sampler(), *(session() for _ in range(sessions)))
-    cpu = time.process_time() - cpu
+    if beside is None:
+        await asyncio.gather(sampler(), *(session() for _ in range(sessions)))
+    else:
+        tasks = [asyncio.create_task(session()) for _ in range(sessions)]
+        await beside(d)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    d.cpu_s = time.process_time() - cpu
     if control is not None:
         control.cancel()
     await client.close()
-    return Drive(samples, cpu, client, usage)
+    return d
 
 
 @dataclass(frozen=True)
@@ -393,49 +405,31 @@ class Run:
 async def one_run(url: str, cap: int | None, sessions: int, phase_s: float, warm_s: float) -> Run:
     body = body_of(NAVIGATION, synthetic_image(), UTIL_TASK) | {"max_tokens": 150}
     del body["structured_outputs"]  # the stand-in answers its `text_reply`, ANSWER
-    client = EngineClient(url, max_in_flight=cap or sessions, timeout_s=600, retries=2)
-    await client.wait_ready(30)
-    control = None
-    if cap is None:
-        controller = InFlightController(sessions)
-        control = asyncio.create_task(client.control(controller, interval_s=0.5))
-    stop = asyncio.Event()
-    latencies: list[float] = []
-
-    async def session() -> None:
-        while not stop.is_set():
-            result = await client.chat(body)
-            latencies.append(result.latency_ms - result.queued_ms)  # at the engine
+    run = Run(cap="adaptive" if cap is None else str(cap))
 
     async def configure(**settings: object) -> None:
         await asyncio.to_thread(httpx.post, url + "/sim/config", json=settings)
 
+    async def phases(d: Drive) -> None:
+        await asyncio.sleep(warm_s)
+        counted = len(d.latencies)
+        for i, pool in enumerate(POOLS_GIB):
+            if i:
+                await configure(pool_gib=pool)
+            start, done = time.monotonic(), d.client.stats.requests
+            await asyncio.sleep(phase_s)
+            rate = (d.client.stats.requests - done) / (time.monotonic() - start)
+            run.per_phase_rps.append(round(rate, 2))
+            run.limits.append(d.client.gate.limit)
+        del d.latencies[:counted]  # the warm-up's
+
     await configure(pool_gib=POOLS_GIB[0], text_reply=ANSWER)
-    tasks = [asyncio.create_task(session()) for _ in range(sessions)]
-    await asyncio.sleep(warm_s)
-    run = Run(cap="adaptive" if cap is None else str(cap))
-    counted = len(latencies)
-    for i, pool in enumerate(POOLS_GIB):
-        if i:
-            await configure(pool_gib=pool)
-        start, done = time.monotonic(), client.stats.requests
-        await asyncio.sleep(phase_s)
-        rate = (client.stats.requests - done) / (time.monotonic() - start)
-        run.per_phase_rps.append(round(rate, 2))
-        run.limits.append(client.gate.limit)
+    d = await drive(url, [(NAVIGATION, body)], sessions, 0, adaptive=cap is None, cap=cap, beside=phases)  # fmt: skip
     run.overall_rps = round(statistics.fmean(run.per_phase_rps), 2)  # phases equally long
-    measured = latencies[counted:]
-    stop.set()
-    if control is not None:
-        control.cancel()
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-    await client.close()
-    if measured:
+    if measured := d.latencies:
         run.p50_ms = round(statistics.median(measured), 1)
         run.p95_ms = round(statistics.quantiles(measured, n=20)[-1], 1)
-    run.errors = sum(client.stats.failures.values())
+    run.errors = sum(d.client.stats.failures.values())
     return run
 
 
