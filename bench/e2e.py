@@ -78,25 +78,29 @@ Row = dict[str, Any]
 # ----------------------------------------------------------------------- settings
 
 
-def vlm_pipeline(folder: Path, url: str, a: argparse.Namespace, per_shard: int) -> Path:
-    """The vlm policy (its defaults: localizer on, no judge) on `a.tasks` bundled-site tasks;
-    no grounding rows, so the model work per step is what the naive loop does too."""
+def sites_pipeline(folder: Path, a: argparse.Namespace, name: str, **spec: Any) -> Path:
+    """A pipeline of `a.tasks` bundled-site tasks on `a.workers` × `a.sessions` (dashboard on a
+    free port), with `spec`'s sections (`policy`, `run`, `admission`, ...) over these."""
+    cluster = {"workers": a.workers, "sessions_per_worker": a.sessions, "dashboard": "127.0.0.1:0"}
+    cluster["admission"] = {"control": spec.pop("admission")}
+    sources = [{"type": "jsonl", "path": str(write_tasks(folder, a.tasks))}]
     spec = {
-        "name": f"e2e-{per_shard}",
-        "sources": [{"type": "jsonl", "path": str(write_tasks(folder, a.tasks))}],
-        "policy": {"type": "vlm"},
-        "annotation": {"grounding": False},
-        "engine": {"url": url, "max_in_flight": 4 * a.workers * a.sessions},
-        "cluster": {
-            "workers": a.workers,
-            "sessions_per_worker": a.sessions,
-            "dashboard": "127.0.0.1:0",
-            "admission": {"control": a.admission},
-        },
-        "run": {"max_steps": a.max_steps, "tasks_per_shard": per_shard, "repeats": 1},
+        "name": name,
+        "sources": sources,
+        "cluster": cluster,
         "output": {"uri": "unused"},
-    }
-    return write_pipeline(folder, f"vlm-{per_shard}", spec)
+    } | spec
+    return write_pipeline(folder, name, spec)
+
+
+def vlm_pipeline(folder: Path, url: str, a: argparse.Namespace, per_shard: int) -> Path:
+    """The vlm policy (its defaults: localizer on, no judge); no grounding rows, so the model
+    work per step is what the naive loop does too."""
+    return sites_pipeline(
+        folder, a, f"vlm-{per_shard}", policy={"type": "vlm"}, admission=a.admission,
+        annotation={"grounding": False}, engine={"url": url, "max_in_flight": 4 * a.workers * a.sessions},
+        run={"max_steps": a.max_steps, "tasks_per_shard": per_shard, "repeats": 1},
+    )  # fmt: skip
 
 
 def engine_slots(a: argparse.Namespace) -> int:
@@ -439,17 +443,10 @@ def part_admission(a: argparse.Namespace) -> dict[str, Any]:
                 time.sleep(5)
             folder = Path(tmp) / control
             folder.mkdir()
-            spec = {
-                "name": f"admission-{control}",
-                "sources": [{"type": "jsonl", "path": str(write_tasks(folder, a.tasks))}],
-                "policy": {"type": "explore"},
-                "cluster": {"workers": a.workers, "sessions_per_worker": a.sessions,
-                            "dashboard": "127.0.0.1:0", "admission": {"control": control}},
-                "run": {"max_steps": a.admission_steps, "tasks_per_shard": a.admission_per_shard, "repeats": 1},
-                "output": {"uri": "unused"},
-            }  # fmt: skip
+            sizes = {"max_steps": a.admission_steps, "tasks_per_shard": a.admission_per_shard, "repeats": 1}  # fmt: skip
+            pipeline = sites_pipeline(folder, a, f"admission-{control}", policy={"type": "explore"}, admission=control, run=sizes)  # fmt: skip
             cond = Conditions()
-            run = run_datagen(write_pipeline(folder, control, spec), folder / "out")
+            run = run_datagen(pipeline, folder / "out")
             steps = table(folder / "out", "steps", ["observe_ms", "settle_ms"])
             whole = [float(s["observe_ms"]) for s in steps]
             work = [float(s["observe_ms"]) - float(s["settle_ms"] or 0.0) for s in steps]
