@@ -51,6 +51,7 @@ from bench.engine import (
     mix_of,
     model_gain,
     named_calibrations,
+    shape_of,
 )
 from bench.harness import (
     DEMO,
@@ -68,7 +69,6 @@ from bench.harness import (
 )
 from bench.naive import NaiveResult, NaiveTask, run_naive
 from datagen.browser.launch import find_executable, launch_options
-from datagen.engine.sim.engine import Shape
 from datagen.source.readers import BUNDLED_SITES, list_sites, read_sites
 from datagen.source.serve import SiteServer
 
@@ -223,11 +223,7 @@ def part_naive(a: argparse.Namespace) -> dict[str, Any]:
             switches = list(launch_options(exe, True, [])["args"])  # type: ignore[call-overload]
             naive = run_naive(sim.url, naive_tasks(server), a.max_steps, a.naive_seconds, exe, switches)  # fmt: skip
             naive_conditions = naive_cond.end()
-        shapes = [
-            Shape(round(sum(p for p, _ in u) / len(u)), max(1, round(sum(o for _, o in u) / len(u))),
-                  weight=float(len(u)))
-            for u in naive.usage.values() if u
-        ]  # fmt: skip
+        shapes = [shape_of(u, float(len(u))) for u in naive.usage.values() if u]
         config = sim.config()
     naive_eps = naive.episodes / naive.seconds if naive.seconds else 0.0
     naive_steps = naive.steps / naive.seconds if naive.seconds else 0.0

@@ -307,6 +307,12 @@ class Maximum:
     shapes: list[Shape]
 
 
+def shape_of(usage: list[tuple[int, int]], weight: float) -> Shape:
+    """The engine model's request shape of some answers' (prompt, completion) tokens."""
+    prompt, completion = (sum(x) / len(usage) for x in zip(*usage, strict=True))
+    return Shape(round(prompt), max(1, round(completion)), weight=weight)
+
+
 def client_alone_max(url: str, mix: list[Kind], capacity: int, seconds: float) -> Maximum:
     """What the stand-in completes with a queue that never runs dry (2 × its capacity of
     sessions, every request sent as soon as the last one answered, no in-flight controller,
@@ -314,12 +320,7 @@ def client_alone_max(url: str, mix: list[Kind], capacity: int, seconds: float) -
     image, sessions = synthetic_image(), 2 * capacity
     bodies = [(k, body_of(k, image)) for k in mix]
     d = asyncio.run(drive(url, bodies, sessions, seconds, at_least=10 * sessions))
-    shapes = [
-        Shape(round(sum(p for p, _ in got) / len(got)),
-              max(1, round(sum(o for _, o in got) / len(got))), weight=k.weight)
-        for k in mix
-        if (got := d.usage[k.name])
-    ]  # fmt: skip
+    shapes = [shape_of(d.usage[k.name], k.weight) for k in mix if d.usage[k.name]]
     p, o = d.per_request()
     errors = sum(d.client.stats.failures.values())
     return Maximum(d.sustained(), p, o, sessions, seconds, errors, shapes)
