@@ -21,21 +21,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.harness import Row, print_table
+
 BENCHES: dict[str, list[str]] = {
     "browser": ["bench.browser_loop", "--rounds", "5"],
     "browser8": ["bench.browser_loop", "--rounds", "5", "--sessions", "8"],
-    "loop_soak": ["bench.loop_soak"],
-    "engine": ["bench.engine_util"],
-    "adaptive": ["bench.adaptive"],
+    "loop_soak": ["bench.browser_loop", "--soak", "1000"],
+    "engine": ["bench.engine", "util"],
+    "adaptive": ["bench.engine", "adaptive"],
     "sink": ["bench.sink"],
-    "scale_out": ["bench.scale_out"],
+    "scale_out": ["bench.e2e", "--part", "scale_out", "--rounds", "2"],
     "memory": ["bench.memory"],
     "grounding": ["bench.grounding", "--quiet"],
     "episodes": ["bench.episodes", "--quiet", "--seeds", "2"],
     "e2e": ["bench.e2e"],
 }
-
-Row = tuple[str, str, str, bool | None]  # what, measured, target, met (None: no target)
 
 
 def browser(r: dict[str, Any]) -> list[Row]:
@@ -56,25 +56,10 @@ def loop_soak(r: dict[str, Any]) -> list[Row]:
 def engine(r: list[dict[str, Any]]) -> list[Row]:
     rows: list[Row] = []
     for s in r:
-        goal = 0.95 if s["sessions"] <= 100 else 0.9
-        rows.append(
-            (
-                f"engine utilisation, {s['sessions']} sessions",
-                f"{s['utilisation']:.3f}",
-                f"≥ {goal}",
-                s["utilisation"] >= goal,
-            )
-        )
-        cpu = s["client_cpu_ms_per_request"]
-        rows.append(
-            (
-                f"client CPU per request, {s['sessions']} sessions",
-                f"{cpu:.2f} ms",
-                "< 2 ms",
-                cpu < 2,
-            )
-        )
-    return rows  # fmt: skip
+        goal, cpu = 0.95 if s["sessions"] <= 100 else 0.9, s["client_cpu_ms_per_request"]
+        rows.append((f"engine utilisation, {s['sessions']} sessions", f"{s['utilisation']:.3f}", f"≥ {goal}", s["utilisation"] >= goal))  # fmt: skip
+        rows.append((f"client CPU per request, {s['sessions']} sessions", f"{cpu:.2f} ms", "< 2 ms", cpu < 2))  # fmt: skip
+    return rows
 
 
 def adaptive(r: list[dict[str, Any]]) -> list[Row]:
@@ -90,6 +75,7 @@ def sink(r: dict[str, Any]) -> list[Row]:
 
 
 def scale_out(r: dict[str, Any]) -> list[Row]:
+    r = r["scale_out"]
     return [(f"steps/s, 2 workers ÷ 1 ({r['cores']} cores)", f"{r['ratio']:.2f}", "—", None)]
 
 
@@ -98,42 +84,15 @@ def memory(r: dict[str, Any]) -> list[Row]:
 
 
 def grounding(r: dict[str, Any]) -> list[Row]:
-    s, met = r["summary"], r["summary"]["met"]
-    rows: list[Row] = [
-        ("grounding precision (oracle)", f"{s['precision']:.4f}", "≥ 0.995", met["precision"])
-    ]
-    for kind, (found, counted, ratio) in s["recall"].items():
-        goal = "≥ 0.97" if kind == "native" else "≥ 0.9"
-        measured = f"{ratio:.3f} ({found:.0f}/{counted:.0f})"
-        rows.append((f"grounding recall, {kind}", measured, goal, met[f"recall {kind}"]))
-    observations = s["observations"]
-    cost = s["observe_ms_median"] / s["screenshot_ms_median"]
-    return [
-        *rows,
-        ("grounding rows sharing an expression", f"{s['duplicate_rate']:.4f}", "0", met["duplicates"]),
-        ("grounding rows naming the wrong thing", f"{s['misnamed_rows']}", "0", met["names"]),
-        ("grounding rows boxing a wrapped link's lines", f"{s['loose_rows']}", "0", met["one line"]),
-        ("grounding observations disagreeing with image", f"{s['disagreeing_observations']}/{observations}", "0", met["disagreement"]),
-        ("grounding observations before the page settled", f"{s['early_observations']}/{observations}", "0", met["settled"]),
-        ("observe() ms ÷ bare screenshot ms", f"{cost:.2f}", "—", None),
-    ]  # fmt: skip
+    from bench import grounding as bench
+
+    return [(f"grounding: {w}", m, g, ok) for w, m, g, ok in bench.table(r["summary"])]
 
 
 def episodes(r: dict[str, Any]) -> list[Row]:
-    s, met = r["summary"]["overall"], r["summary"]["met"]
-    rows: list[Row] = [("episodes: grounding precision (oracle, every step)", f"{s['precision']:.4f} ({s['steps']} steps)", "≥ 0.995", met["precision"])]  # fmt: skip
-    for kind, (found, counted, ratio) in s["recall"].items():
-        goal = "≥ 0.97" if kind == "native" else "≥ 0.9"
-        rows.append((f"episodes: grounding recall, {kind}", f"{ratio:.3f} ({found:.0f}/{counted:.0f})", goal, met[f"recall {kind}"]))  # fmt: skip
-    rows += [
-        ("episodes: rows sharing an expression", f"{s['duplicate_rows']}", "0", met["duplicates"]),
-        ("episodes: steps disagreeing with image", f"{s['disagreeing_steps']}/{s['judged']}", "0", met["disagreement"]),
-        ("episodes: steps on error or blank pages", f"{s['error_steps'] + s['blank_steps']}", "0", met["bad pages"]),
-    ]  # fmt: skip
-    if "in scope" in met:
-        offsite = r["summary"]["pages"]["offsite.html"]
-        rows.append(("episodes: steps in scope, offsite.html", f"{offsite['in_scope']:.3f}", "≥ 0.95", met["in scope"]))  # fmt: skip
-    return rows
+    from bench import episodes as bench
+
+    return [(f"episodes: {w}", m, g, ok) for w, m, g, ok in bench.table(r["summary"])]
 
 
 def e2e(r: dict[str, Any]) -> list[Row]:
@@ -179,11 +138,7 @@ def main() -> int:
             rows.append((name, f"failed (exit {code})", "", False))
             continue
         rows.extend(SUMMARY[name](json.loads(target.read_text())))
-    width = max(len(r[0]) for r in rows)
-    print(f"\n{'benchmark':<{width}}  {'measured':<28} {'target':<7} met")
-    for what, measured, goal, met in rows:
-        mark = "" if met is None else ("yes" if met else "NO")
-        print(f"{what:<{width}}  {measured:<28} {goal:<7} {mark}")
+    print_table(rows, "benchmark")
     (args.out / "summary.json").write_text(json.dumps(rows, indent=1))
     return 0 if all(met is not False for *_, met in rows) else 1
 

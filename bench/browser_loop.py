@@ -1,56 +1,59 @@
 """Per-step throughput of our browser loop against a bare Playwright loop, side by side.
 
-What it measures: steps per second (wall clock) and CPU seconds per step of two loops that do
-the same work on the bundled sites (`datagen/sites`), with the same Chromium, launch switches,
-viewport, image encoding, episodes, steps and concurrency:
+Steps/s and CPU a step of two loops doing the same work on the bundled sites, with the same
+Chromium, switches, viewport, image encoding, episodes, steps and concurrency:
 
     ours   BrowserHost.session() ─► [Session.observe() ─► Explorer.decide() ─► Session.act(Click)] x steps
     bare   new_context/new_page  ─► [page.screenshot(jpeg) ─► page.evaluate(small JS) ─► mouse.click
                                       ─► wait_for_load_state("load")] x steps
 
-Why: `Session` does more per step than the minimum (an element scan with names, selectors and
-hit tests; pydantic records; a CDP screenshot clipped at the scroll offset; the page title).
-The ratio says what that costs, or saves, against the simplest loop anyone would write.
-
-Method: both sides live in this one process, each with its own Playwright driver and Chromium,
-and run in alternating rounds (ours, bare, ours, bare, ...) so that noise from other work on the
-machine falls on both. `settle_ms` is 0 so that we measure work, not sleeps. CPU is the
-user+system time of the Python process plus the side's Playwright driver and every process under
-it (Chromium's browser, zygotes, GPU/utility and renderer processes), read with psutil before and
-after each round (the "after" once the round's last contexts have had TEARDOWN_GRACE_S to shut
-down). Renderers of closed contexts exit within a round; their time is still counted, because a
-zombie's times stay readable and the zygote that reaps it adds them to its `children_*` times.
-The machine's other load during each round is reported too ("others", in cores).
+Both sides live in this process, each with its own driver and Chromium, in alternating rounds
+(noise falls on both); `settle_ms` 0 (work, not sleeps). CPU: this process, the side's driver
+and every process under it, read with psutil around each round (after TEARDOWN_GRACE_S; a
+zombie renderer's time is reaped into its zygote's `children_*`); the machine's other load is
+reported as "others". Method and results: docs/benchmarks.md, "Browser loop".
 
     python bench/browser_loop.py --rounds 3 --episodes 4 --steps 10 --sessions 4 [--json OUT]
+    python -m bench.browser_loop --variants all --rounds 6 --episodes 2
+    python -m bench.browser_loop --soak 1000
+
+`--variants`: more sides, our loop with one part switched off or swapped (VARIANTS: a
+measurement, not a mode to run in), and each side's CPU split by Chromium `--type`.
+`--soak STEPS`: rounds of `--steps-per-round` steps, new seeds each, until each side has done
+STEPS on one browser; `flat`: ours' CPU a step, last ÷ first quarter, moved by less than FLAT
+and by no more than the bare loop's (the machine's) drift.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import platform
 import random
+import shutil
 import statistics
 import sys
+import tempfile
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from collections import defaultdict
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import asdict, dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import psutil
 from playwright.async_api import Browser, BrowserContext, Playwright, async_playwright
 
+from bench.harness import at_least_one, busy_seconds, parser, write_json
 from datagen.browser.host import BrowserHost
 from datagen.browser.launch import find_executable, launch_options
+from datagen.browser.session import Session
 from datagen.config import BrowserConfig, ExplorePolicyConfig, Viewport
 from datagen.policy.explore import Explorer
-from datagen.records import Click, TaskSpec
+from datagen.records import Click, Element, TaskSpec
 from datagen.scope import Scope
 from datagen.source.readers import BUNDLED_SITES, list_sites
 from datagen.source.serve import SiteServer
@@ -71,6 +74,7 @@ BARE_ELEMENTS_JS = """() => {
 # Clicks only on both sides: typing would make ours do work the bare loop doesn't.
 CLICKS_ONLY = ExplorePolicyConfig(type="explore", type_probability=0.0, submit_probability=0.0)
 WARMUP_STEPS = 3
+FLAT = 0.10  # a soak's CPU a step may move by this much between the first and last quarter
 # After a round, closed contexts' renderers are still exiting: their last CPU belongs to it.
 TEARDOWN_GRACE_S = 0.3
 Job = tuple[str, int]  # (start URL, seed)
@@ -115,15 +119,6 @@ def sample_cpu(driver: psutil.Process) -> Cpu:
     and everything under the driver."""
     chromium = sum(_own_cpu(p, reaped=True) for p in driver.children(recursive=True))
     return Cpu(_own_cpu(psutil.Process(), reaped=False), _own_cpu(driver, reaped=True), chromium)
-
-
-def machine_busy() -> float:
-    """CPU seconds spent by everything on the machine (all cores), to tell how noisy it was.
-    Steal counts: a hypervisor giving our cores to others is noise too. (Guest time is
-    already inside user, so it is not added.)"""
-    t = psutil.cpu_times()
-    fields = ("user", "nice", "system", "irq", "softirq", "steal")
-    return float(sum(getattr(t, name, 0.0) for name in fields))
 
 
 async def spawned_driver(start: Callable[[], Awaitable[None]]) -> psutil.Process:
@@ -266,6 +261,101 @@ async def _guarded(what: str, step: Awaitable[None]) -> None:
         print(f"warning: {what} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
 
 
+# --------------------------------------------------------------------------- variants
+
+
+def _no_remeasure(session: Session) -> None:
+    async def moved(
+        elements: tuple[Element, ...], scroll: tuple[float, float]
+    ) -> tuple[set[int], str | None]:
+        return set(), ""  # a title, so that observe() asks the page for none
+
+    session.camera._moved = moved  # type: ignore[method-assign]
+
+
+def _no_settle(session: Session) -> None:
+    camera = session.camera
+    camera.config = camera.config.model_copy(update={"settle_quiet_ms": 0})
+
+
+def _pw_shot(session: Session) -> None:
+    config = session.config
+
+    async def shot(scroll_x: float = 0.0, scroll_y: float = 0.0) -> bytes:
+        return await session.page.screenshot(type="jpeg", quality=config.image_quality)
+
+    session.camera.screenshot = shot  # type: ignore[method-assign]
+
+
+def _no_listeners(session: Session) -> None:
+    page, context = session.page, session.context
+    for event, handler in (
+        ("request", session._request_started),
+        ("requestfinished", session._request_ended),
+        ("requestfailed", session._request_ended),
+        ("websocket", session._socket_opened),
+    ):
+        page.remove_listener(event, handler)
+    context.remove_listener("response", session._proxy_answered)
+    context.remove_listener("requestfailed", session._proxy_failed)
+
+
+# variant name -> (what it changes in each session, whether it runs without the guard)
+VARIANTS: dict[str, tuple[Callable[[Session], None] | None, bool]] = {
+    "no-remeasure": (_no_remeasure, False),
+    "no-settle": (_no_settle, False),
+    "no-guard": (None, True),
+    "pw-shot": (_pw_shot, False),
+    "no-listeners": (_no_listeners, False),
+    "record": (None, False),  # not a part dropped: one added (VariantSide records)
+}
+
+
+class VariantSide(OursSide):
+    """Our loop with one part changed in every session it opens."""
+
+    def __init__(self, config: BrowserConfig, allow: list[str], variant: str) -> None:
+        change, unguarded = VARIANTS[variant]
+        if unguarded:
+            config, allow = config.model_copy(update={"url_guard": False}), []
+        super().__init__(config, allow)
+        self.name = f"ours-{variant}"
+        opened = self.host.session
+
+        @asynccontextmanager
+        async def session(record: Path | None = None) -> AsyncIterator[Session]:
+            if variant == "record":
+                record = Path(tempfile.mkdtemp(prefix="bench-har-")) / "traffic.har"
+            try:
+                async with opened(record) as s:
+                    if change is not None:
+                        change(s)
+                    yield s
+            finally:
+                if variant == "record" and record is not None:
+                    shutil.rmtree(record.parent, ignore_errors=True)
+
+        self.host.session = session  # type: ignore[method-assign]
+
+
+def cpu_by_type(driver: psutil.Process) -> dict[str, float]:
+    """CPU seconds of every process under the driver, by Chromium's `--type` (utility
+    processes by their sub-type; the browser process has none)."""
+    out: dict[str, float] = defaultdict(float)
+    for process in driver.children(recursive=True):
+        try:
+            args = process.cmdline()
+            times = process.cpu_times()
+        except psutil.Error:
+            continue
+        kind = next((a.split("=", 1)[1] for a in args if a.startswith("--type=")), "browser")
+        if kind == "utility":
+            sub = next((a for a in args if a.startswith("--utility-sub-type=")), "=utility")
+            kind = sub.split("=", 1)[1].rsplit(".", 1)[-1]
+        out[kind] += times.user + times.system + times.children_user + times.children_system
+    return dict(out)
+
+
 # --------------------------------------------------------------------------- rounds
 
 
@@ -315,12 +405,12 @@ async def run_round(
     """One measured round of one side: wall time and CPU over all its episodes."""
     driver = side.driver
     assert driver is not None, "start() first"
-    busy0, cpu0, t0 = machine_busy(), sample_cpu(driver), time.perf_counter()
+    busy0, cpu0, t0 = busy_seconds(), sample_cpu(driver), time.perf_counter()
     episodes = await run_jobs(side, jobs, steps, sessions)
     wall = time.perf_counter() - t0
     await asyncio.sleep(TEARDOWN_GRACE_S)
     cpu = sample_cpu(driver) - cpu0
-    others = max(0.0, (machine_busy() - busy0 - cpu.total) / (wall + TEARDOWN_GRACE_S))
+    others = max(0.0, (busy_seconds() - busy0 - cpu.total) / (wall + TEARDOWN_GRACE_S))
     return RoundResult(
         side=side.name,
         round=index,
@@ -335,6 +425,52 @@ async def run_round(
 
 
 # --------------------------------------------------------------------------- report
+
+
+@dataclass(frozen=True)
+class Drift:
+    """One side: first and last quarter of its rounds."""
+
+    rounds: int
+    steps: int
+    cpu_ms_first: float
+    cpu_ms_last: float
+    steps_per_s_first: float
+    steps_per_s_last: float
+
+    @property
+    def cpu_ratio(self) -> float:
+        return round(self.cpu_ms_last / self.cpu_ms_first, 3)
+
+    @property
+    def speed_ratio(self) -> float:
+        return round(self.steps_per_s_last / self.steps_per_s_first, 3)
+
+    @classmethod
+    def of(cls, rounds: list[RoundResult]) -> Drift:
+        quarter = max(1, len(rounds) // 4)
+        first, last = rounds[:quarter], rounds[-quarter:]
+
+        def cpu(rs: list[RoundResult]) -> float:
+            return round(1000 * sum(r.cpu.total for r in rs) / sum(r.steps for r in rs), 2)
+
+        def speed(rs: list[RoundResult]) -> float:
+            return round(statistics.fmean(r.steps_per_s for r in rs), 2)
+
+        return cls(
+            rounds=len(rounds),
+            steps=sum(r.steps for r in rounds),
+            cpu_ms_first=cpu(first),
+            cpu_ms_last=cpu(last),
+            steps_per_s_first=speed(first),
+            steps_per_s_last=speed(last),
+        )
+
+
+def is_flat(ours: Drift, bare: Drift) -> bool:
+    """Our CPU a step moved by less than FLAT, and grew no more than the bare loop's did (plus
+    5 points: the machine drifts both)."""
+    return abs(ours.cpu_ratio - 1) < FLAT and ours.cpu_ratio <= max(1.0, bare.cpu_ratio) + 0.05
 
 
 @dataclass(frozen=True)
@@ -400,45 +536,26 @@ class Ratios:
         )
 
 
-def print_report(summaries: dict[str, SideSummary], ratio: Ratios) -> None:
-    print(
-        f"{'side':<5} {'steps':>6} {'wall s':>7} {'steps/s':>8} {'(min-max)':>11} "
-        f"{'CPU ms/step':>11} {'python':>7} {'driver':>7} {'chromium':>8} "
-        f"{'others':>6} {'errors':>6} {'failed':>6}"
-    )
-    for name, s in summaries.items():
-        spread = f"{s.steps_per_s_min:.1f}-{s.steps_per_s_max:.1f}"
-        print(
-            f"{name:<5} {s.steps:>6} {s.wall_s:>7.1f} {s.steps_per_s:>8.2f} {spread:>11} "
-            f"{s.cpu_ms_per_step:>11.1f} {s.cpu_ms_per_step_python:>7.1f} "
-            f"{s.cpu_ms_per_step_driver:>7.1f} {s.cpu_ms_per_step_chromium:>8.1f} "
-            f"{s.others_cores_mean:>6.2f} {s.action_errors:>6} {s.failed_episodes:>6}"
-        )
-    by_round = " ".join(f"{r:.2f}" for r in ratio.steps_per_s_by_round)
-    print(f"ratio steps/s (ours/bare): {ratio.steps_per_s:.2f}   per round: {by_round}")
-    by_round = " ".join(f"{r:.2f}" for r in ratio.cpu_per_step_by_round)
-    print(f"ratio CPU/step (ours/bare): {ratio.cpu_per_step:.2f}   per round: {by_round}")
-
-
 # --------------------------------------------------------------------------- main
 
 
 @dataclass(frozen=True)
 class Report:
-    """Everything `--json` writes."""
+    """Everything `--json` writes (`parts`: with --variants; `drift`, `flat`: with --soak)."""
 
-    date: str
-    command: str
     machine: dict[str, str | int | None]
     versions: dict[str, str]
     settings: dict[str, object]
     summary: dict[str, SideSummary]
     ratio: Ratios
     rounds: list[RoundResult]
+    parts: dict[str, Any] | None = None
+    drift: dict[str, Any] | None = None
+    flat: bool | None = None
 
 
 def bench_config(executable: str) -> BrowserConfig:
-    """The one config both sides use. settle_ms=0: measure work, not sleeps."""
+    """The one config every side uses. settle_ms=0: measure work, not sleeps."""
     return BrowserConfig(
         executable=executable,
         viewport=Viewport(width=1280, height=800),
@@ -450,7 +567,7 @@ def bench_config(executable: str) -> BrowserConfig:
 
 
 def make_jobs(server: SiteServer, sites: list[str], episodes: int, seed: int) -> list[Job]:
-    """(url, seed) per site and episode; the same list for both sides and every round."""
+    """(url, seed) per site and episode; the same list for every side in a round."""
     return [
         (server.resolve(f"site://{site}/"), seed * 1000 + i)
         for i in range(episodes)
@@ -459,26 +576,45 @@ def make_jobs(server: SiteServer, sites: list[str], episodes: int, seed: int) ->
 
 
 async def run_bench(args: argparse.Namespace, config: BrowserConfig, sites: list[str]) -> Report:
-    """Start both sides, warm each up (not measured), then alternate rounds: ours, bare, ..."""
+    """Start every side, warm each up (not measured), then alternate rounds: ours, (variants),
+    bare, ... `--rounds` of them, or with `--soak` until each side has done that many steps."""
+    episodes = args.episodes
+    if args.soak:
+        episodes = max(1, args.steps_per_round // (args.steps * len(sites)))
     with SiteServer(BUNDLED_SITES) as server:
-        sides: list[Side] = [OursSide(config, [server.origin]), BareSide(config)]
+        sides: list[Side] = [OursSide(config, [server.origin])]
+        sides += [VariantSide(config, [server.origin], v) for v in args.variants]
+        sides.append(BareSide(config))
         results: dict[str, list[RoundResult]] = {s.name: [] for s in sides}
-        jobs = make_jobs(server, sites, args.episodes, args.seed)
+        by_type: dict[str, dict[str, float]] = {s.name: defaultdict(float) for s in sides}
         try:
             for side in sides:
                 await side.start()
-                await run_jobs(side, jobs[: len(sites)], WARMUP_STEPS, args.sessions)
-            for index in range(args.rounds):
+                warm = make_jobs(server, sites, 1, args.seed)
+                await run_jobs(side, warm, WARMUP_STEPS, args.sessions)
+            index = 0
+            while (
+                min(sum(r.steps for r in rs) for rs in results.values()) < args.soak
+                if args.soak
+                else index < args.rounds
+            ):
+                jobs = make_jobs(server, sites, episodes, index if args.soak else args.seed)
                 for side in sides:
+                    assert side.driver is not None
+                    before = cpu_by_type(side.driver) if args.variants else {}
                     result = await run_round(side, index, jobs, args.steps, args.sessions)
+                    for kind, seconds in (
+                        cpu_by_type(side.driver) if args.variants else {}
+                    ).items():
+                        by_type[side.name][kind] += seconds - before.get(kind, 0.0)
                     results[side.name].append(result)
                     print(_round_line(result), file=sys.stderr)
+                index += 1
         finally:
             for side in sides:
                 await side.close()
-    return Report(
-        date=datetime.now(UTC).isoformat(timespec="seconds"),
-        command=" ".join(["python", *sys.argv]),
+    summary = {name: SideSummary.of(rs) for name, rs in results.items()}
+    report = Report(
         machine={
             "cpus": os.cpu_count(),
             "platform": platform.platform(),
@@ -486,10 +622,59 @@ async def run_bench(args: argparse.Namespace, config: BrowserConfig, sites: list
         },
         versions={"browser": sides[0].version, "playwright": metadata.version("playwright")},
         settings=vars(args) | {"sites": sites, "browser": config.model_dump(mode="json")},
-        summary={name: SideSummary.of(rs) for name, rs in results.items()},
+        summary=summary,
         ratio=Ratios.of(results["ours"], results["bare"]),
         rounds=[r for rs in zip(*results.values(), strict=True) for r in rs],
     )
+    if args.variants:
+        bare = summary["bare"].cpu_ms_per_step
+        parts = {
+            "by_type_ms": {name: {k: round(1000 * v / summary[name].steps, 2) for k, v in sorted(c.items())}
+                           for name, c in by_type.items()},
+            "cpu_vs_bare": {name: round(s.cpu_ms_per_step / bare, 3) for name, s in summary.items()},
+            "cpu_vs_bare_by_round": {
+                name: [round(o.cpu_ms_per_step / b.cpu_ms_per_step, 3) for o, b in zip(rs, results["bare"], strict=True)]
+                for name, rs in results.items()},
+        }  # fmt: skip
+        report = replace(report, parts=parts)
+    if args.soak:
+        drift = {name: Drift.of(rs) for name, rs in results.items()}
+        flat = is_flat(drift["ours"], drift["bare"])
+        drifts = {n: asdict(d) | {"cpu_ratio": d.cpu_ratio} for n, d in drift.items()}
+        report = replace(report, drift=drifts, flat=flat)
+    return report
+
+
+def print_report(report: Report) -> None:
+    summaries, ratio = report.summary, report.ratio
+    print(
+        f"{'side':<18} {'steps':>6} {'wall s':>7} {'steps/s':>8} {'(min-max)':>11} "
+        f"{'CPU ms/step':>11} {'python':>7} {'driver':>7} {'chromium':>8} "
+        f"{'others':>6} {'errors':>6} {'failed':>6}"
+    )
+    for name, s in summaries.items():
+        spread = f"{s.steps_per_s_min:.1f}-{s.steps_per_s_max:.1f}"
+        print(
+            f"{name:<18} {s.steps:>6} {s.wall_s:>7.1f} {s.steps_per_s:>8.2f} {spread:>11} "
+            f"{s.cpu_ms_per_step:>11.1f} {s.cpu_ms_per_step_python:>7.1f} "
+            f"{s.cpu_ms_per_step_driver:>7.1f} {s.cpu_ms_per_step_chromium:>8.1f} "
+            f"{s.others_cores_mean:>6.2f} {s.action_errors:>6} {s.failed_episodes:>6}"
+        )
+        if report.parts:
+            vs_bare = report.parts["cpu_vs_bare"][name]
+            print(f"{'':<18} ÷ bare {vs_bare:.3f}; by process: {report.parts['by_type_ms'][name]}")
+    by_round = " ".join(f"{r:.2f}" for r in ratio.steps_per_s_by_round)
+    print(f"ratio steps/s (ours/bare): {ratio.steps_per_s:.2f}   per round: {by_round}")
+    by_round = " ".join(f"{r:.2f}" for r in ratio.cpu_per_step_by_round)
+    print(f"ratio CPU/step (ours/bare): {ratio.cpu_per_step:.2f}   per round: {by_round}")
+    for name, d in (report.drift or {}).items():
+        print(
+            f"soak {name:<4} {d['steps']} steps in {d['rounds']} rounds: CPU ms/step "
+            f"{d['cpu_ms_first']:.1f} -> {d['cpu_ms_last']:.1f} (x{d['cpu_ratio']:.3f}), steps/s "
+            f"{d['steps_per_s_first']:.2f} -> {d['steps_per_s_last']:.2f}"
+        )
+    if report.flat is not None:
+        print(f"flat: {report.flat} (first and last quarter of the soak's rounds)")
 
 
 def _round_line(r: RoundResult) -> str:
@@ -501,33 +686,22 @@ def _round_line(r: RoundResult) -> str:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    p = parser(__doc__)
     p.add_argument("--rounds", type=int, default=3, help="alternating rounds per side (default 3)")
-    p.add_argument(
-        "--episodes", type=int, default=4, help="episodes per site per round (default 4)"
-    )
+    p.add_argument("--episodes", type=int, default=4, help="episodes per site per round (default 4)")  # fmt: skip
     p.add_argument("--steps", type=int, default=10, help="steps per episode (default 10)")
-    p.add_argument(
-        "--sessions", type=int, default=4, help="concurrent episodes per browser (default 4)"
-    )
+    p.add_argument("--sessions", type=int, default=4, help="concurrent episodes per browser (default 4)")  # fmt: skip
     p.add_argument("--sites", nargs="*", default=None, help="site names (default: all bundled)")
     p.add_argument("--seed", type=int, default=0, help="base seed of the episodes' choices")
-    p.add_argument(
-        "--executable", default=None, help="Chromium binary (default: /usr/bin/chromium)"
-    )
-    p.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write results here")
+    p.add_argument("--executable", default=None, help="Chromium binary (default: /usr/bin/chromium)")  # fmt: skip
+    p.add_argument("--variants", nargs="*", default=[], choices=[*VARIANTS, "all"], help="our loop with one part changed, as more sides (all: every one)")  # fmt: skip
+    p.add_argument("--soak", type=int, default=0, metavar="STEPS", help="rounds until each side has done STEPS")  # fmt: skip
+    p.add_argument("--steps-per-round", type=int, default=100, help="--soak's rounds (default 100)")
     p.add_argument("--dry-run", action="store_true", help="show the plan, launch nothing")
-    return at_least_one(p, p.parse_args(argv), ("rounds", "episodes", "steps", "sessions"))
-
-
-def at_least_one(
-    parser: argparse.ArgumentParser, args: argparse.Namespace, names: tuple[str, ...]
-) -> argparse.Namespace:
-    """`args`, once each of the counts `names` is at least 1 (else the parser's error)."""
-    for name in names:
-        if getattr(args, name) < 1:
-            parser.error(f"--{name} must be at least 1")
-    return args
+    args = p.parse_args(argv)
+    args.variants = list(VARIANTS) if "all" in args.variants else args.variants
+    names = ("rounds", "episodes", "steps", "sessions", "steps_per_round")
+    return at_least_one(p, args, names)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -537,23 +711,21 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(sites) - set(available))
     if unknown:
         raise SystemExit(f"unknown sites {unknown}; bundled sites are: {', '.join(available)}")
-    # Resolved once, so that both sides run the very same binary.
+    # Resolved once, so that every side runs the very same binary.
     config = bench_config(find_executable(args.executable, None))
     per_round = len(sites) * args.episodes * args.steps
     print(
-        f"plan: {args.rounds} rounds x (ours, bare); {len(sites)} sites x {args.episodes} episodes "
-        f"x {args.steps} steps = {per_round} steps per side per round; {args.sessions} concurrent "
-        f"episodes per browser; {config.executable}",
+        f"plan: {args.rounds} rounds x (ours, {len(args.variants)} variants, bare); {len(sites)} "
+        f"sites x {args.episodes} episodes x {args.steps} steps = {per_round} steps per side per "
+        f"round{f' (soak: {args.soak} steps a side)' if args.soak else ''}; {args.sessions} "
+        f"concurrent episodes per browser; {config.executable}",
         file=sys.stderr,
     )
     if args.dry_run:
         return 0
     report = asyncio.run(run_bench(args, config, sites))
-    print_report(report.summary, report.ratio)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(asdict(report), indent=2, default=str)
-        args.json.write_text(text + "\n", encoding="utf-8")
+    print_report(report)
+    write_json(args.json, asdict(report))
     return 0
 
 

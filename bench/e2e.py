@@ -1,31 +1,25 @@
-"""End-to-end benchmarks: the whole job with real browsers, as `datagen run` runs it.
+"""End-to-end benchmarks: the whole job with real browsers, as `datagen run` runs it, through its
+CLI and output only (tables, shard markers, manifest). Each part is a ratio of two things
+measured in the same run, printed with its conditions (load, busy cores, the stand-in's speed
+and calibration, workers × sessions, tasks per shard). Method and results: docs/benchmarks.md,
+"End to end" (and "Scale-out", "CPU-aware admission").
 
-Three parts, each a ratio of two things measured in the same run, printed with its conditions
-(load average before and after, busy cores, the stand-in's speed and calibration, workers ×
-sessions, tasks per shard):
-
-- `utilisation`: the vlm policy on the bundled sites against the stand-in (its own process),
-  LocalCluster of 2 workers × S sessions, with small (8) and large (64) tasks per shard.
-  Achieved engine throughput ÷ the stand-in's maximum for the same request mix (measured after,
-  in the same run, with `EngineClient` alone at full concurrency, as bench/engine_util.py
-  does), and mean requests in flight ÷ configured (workers × sessions). In flight is read from
-  the stand-in's /metrics (vllm:num_requests_running + waiting, every 0.2 s), not from datagen.
-- `naive`: datagen's episodes/s at 1 and 2 workers ÷ a naive loop's (`bench/naive.py`: one
-  browser, one episode after another, each step waiting for the model, written against
-  Playwright and httpx only) on the same machine and stand-in at the published calibration,
-  with the gain the engine model allows (its rate at datagen's concurrency ÷ at 1), the share
-  of it achieved, and datagen's mean in flight ÷ its sessions (2 tasks a shard by default).
-- `pipeline`: the explore pipeline (`pipelines/demo.yaml`) steps/s ÷ the bare browser loop of
-  bench/browser_loop.py, with where the session time goes, from the output tables.
-
-Everything datagen does goes through its CLI (`datagen run`, `datagen engine sim`) and its
-output (the tables, the shard markers, the manifest), so that changes inside the pool and the
-admission do not break the bench.
+- `utilisation`: the vlm policy against the stand-in, small and large shards: engine req/s ÷
+  the stand-in's maximum for the same request mix (`bench.engine.client_alone_max`), and mean
+  in flight (its /metrics) ÷ configured.
+- `naive`: datagen's episodes/s at 1 and 2 workers ÷ `bench/naive.py`'s (one browser, one
+  episode after another, no datagen code), with the gain the engine model allows.
+- `pipeline`: `pipelines/demo.yaml` steps/s ÷ bench/browser_loop.py's bare loop, and where the
+  session time goes.
+- `admission` (not by default): explore runs, session limit static then adaptive.
+- `scale_out` (not by default): `pipelines/demo.yaml` on 1 Dask worker, then 2.
 
     python bench/e2e.py --part utilisation --quick     # ~3 minutes on 2 cores
     python bench/e2e.py --part naive --quick
     python bench/e2e.py --part pipeline --quick
-    python bench/e2e.py --json out.json                # every part, full size
+    python bench/e2e.py --json out.json                # the first three, full size
+    python bench/e2e.py --part admission --sessions 32 --tasks 128
+    python bench/e2e.py --part scale_out --rounds 2
 """
 
 from __future__ import annotations
@@ -34,11 +28,11 @@ import argparse
 import asyncio
 import json
 import os
-import subprocess
+import statistics
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -46,180 +40,67 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import psutil
-import pyarrow.dataset as ds
 import yaml
 
 from bench import browser_loop
-from bench.e2e_engine import (
+from bench.engine import (
     PREFERRED,
     Sampler,
-    StandIn,
     client_alone_max,
     describe,
     mix_of,
     model_gain,
     named_calibrations,
+    shape_of,
+)
+from bench.harness import (
+    DEMO,
+    Conditions,
+    ProcessCpu,
+    Run,
+    StandIn,
+    conditions_line,
+    parser,
+    run_datagen,
+    table,
+    write_json,
+    write_pipeline,
+    write_tasks,
 )
 from bench.naive import NaiveResult, NaiveTask, run_naive
-from bench.proc_cpu import ProcessCpu
 from datagen.browser.launch import find_executable, launch_options
-from datagen.engine.sim.engine import Shape
 from datagen.source.readers import BUNDLED_SITES, list_sites, read_sites
 from datagen.source.serve import SiteServer
 
-REPO = Path(__file__).resolve().parents[1]
-DEMO = REPO / "pipelines" / "demo.yaml"
 Row = dict[str, Any]
 
 
-# ----------------------------------------------------------------------- conditions
+# ----------------------------------------------------------------------- settings
 
 
-class Conditions:
-    """Load average before and after, and the machine's busy cores over the span."""
-
-    def __init__(self) -> None:
-        self.load_before = os.getloadavg()
-        self.busy0, self.t0 = busy_seconds(), time.monotonic()
-
-    def end(self) -> dict[str, Any]:
-        span = time.monotonic() - self.t0
-        return {
-            "load_before": [round(x, 2) for x in self.load_before],
-            "load_after": [round(x, 2) for x in os.getloadavg()],
-            "busy_cores": round((busy_seconds() - self.busy0) / span, 2) if span else 0.0,
-            "cpus": os.cpu_count(),
-        }
-
-
-def busy_seconds() -> float:
-    t = psutil.cpu_times()
-    return float(t.user + t.nice + t.system + t.irq + t.softirq + getattr(t, "steal", 0.0))
-
-
-def conditions_line(c: dict[str, Any]) -> str:
-    def load(v: list[float]) -> str:
-        return "/".join(f"{x:.2f}" for x in v)
-
-    return (
-        f"load average {load(c['load_before'])} before, {load(c['load_after'])} after; "
-        f"{c['busy_cores']:.2f} of {c['cpus']} cores busy"
-    )
-
-
-# ----------------------------------------------------------------------- datagen run
-
-
-@dataclass
-class Run:
-    """One `datagen run`: its exit code, the shard phase (browsers up → last marker) and what it
-    committed."""
-
-    code: int
-    wall_s: float
-    startup_s: float
-    phase_s: float
-    steps: int
-    ended: int  # tasks × repeats ended (episode rows + task/episode rejects)
-    episodes: int
-    shards: int
-    shard_seconds: float
-    busy_cores: float
-    held_by: str = ""  # the run summary's "what held sessions in flight" line (which limit binds)
-    cpu: dict[str, float] = field(default_factory=dict)  # CPU-s by kind of process, shard phase
-
-
-def run_datagen(pipeline: Path, out: Path, timeout_s: float = 1200) -> Run:
-    """`datagen run` as a subprocess; its "Dask dashboard" line marks the browsers up."""
-    began = time.time()
-    cmd = [sys.executable, "-m", "datagen", "run", str(pipeline), "--output", str(out)]
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, "COLUMNS": "200", "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
-    started: float | None = None
-    busy0 = 0.0
-    tail: list[str] = []
-    assert proc.stdout is not None
-    held_by = ""
-    with ProcessCpu(psutil.Process(proc.pid)) as cpu:
-        for line in proc.stdout:
-            tail = [*tail, line][-20:]
-            if "what held sessions" in line:
-                held_by = " ".join(line.split())
-            if started is None and "Dask dashboard" in line:
-                started, busy0 = time.time(), busy_seconds()
-                cpu.restart()
-        code = proc.wait(timeout_s)
-    ended_at = time.time()
-    markers = [json.loads(p.read_text()) for p in (out / "_markers").glob("*.json")]
-    if code != 0 or not markers:
-        print("".join(tail), file=sys.stderr)
-    last = max((m["written_at"] for m in markers), default=ended_at)
-    if started is None:  # no dashboard line: the first shard's start instead
-        started = min((m["written_at"] - m["stats"]["seconds"] for m in markers), default=began)
-    stats = [m["stats"] for m in markers]
-    rejects = table(out, "rejects", ["stage"])
-    phase = max(1e-6, last - started)
-    return Run(
-        code=code, wall_s=round(ended_at - began, 2), startup_s=round(started - began, 2),
-        phase_s=round(phase, 2), steps=sum(s["steps"] for s in stats),
-        ended=sum(s["episodes"] for s in stats) + sum(r["stage"] in ("task", "episode") for r in rejects),
-        episodes=sum(s["episodes"] for s in stats), shards=len(stats),
-        shard_seconds=round(sum(s["seconds"] for s in stats), 2),
-        busy_cores=round((busy_seconds() - busy0) / (ended_at - started), 2) if busy0 else 0.0,
-        held_by=held_by, cpu={k: round(v, 2) for k, v in cpu.by_kind.items()},
-    )  # fmt: skip
-
-
-def table(out: Path, name: str, columns: list[str]) -> list[Row]:
-    """Committed rows of one output table (the columns asked for)."""
-    folder = out / name
-    if not folder.exists() or not any(folder.glob("*.parquet")):
-        return []
-    rows: list[Row] = ds.dataset(folder, format="parquet").to_table(columns=columns).to_pylist()
-    return rows
-
-
-def write_tasks(folder: Path, n: int) -> Path:
-    """`n` tasks: the bundled sites' tasks in turn, each copy with its own id."""
-    base = read_sites(BUNDLED_SITES)
-    path = folder / "tasks.jsonl"
-    with path.open("w") as fh:
-        for i in range(n):
-            t = base[i % len(base)]
-            task: dict[str, Any] = {
-                "id": f"{t.id}-{i}",
-                "start_url": t.start_url,
-                "instruction": t.instruction,
-            }
-            if t.check is not None:
-                task["check"] = t.check.model_dump(exclude_none=True)
-            fh.write(json.dumps(task) + "\n")
-    return path
+def sites_pipeline(folder: Path, a: argparse.Namespace, name: str, **spec: Any) -> Path:
+    """A pipeline of `a.tasks` bundled-site tasks on `a.workers` × `a.sessions` (dashboard on a
+    free port), with `spec`'s sections (`policy`, `run`, `admission`, ...) over these."""
+    cluster = {"workers": a.workers, "sessions_per_worker": a.sessions, "dashboard": "127.0.0.1:0"}
+    cluster["admission"] = {"control": spec.pop("admission")}
+    sources = [{"type": "jsonl", "path": str(write_tasks(folder, a.tasks))}]
+    spec = {
+        "name": name,
+        "sources": sources,
+        "cluster": cluster,
+        "output": {"uri": "unused"},
+    } | spec
+    return write_pipeline(folder, name, spec)
 
 
 def vlm_pipeline(folder: Path, url: str, a: argparse.Namespace, per_shard: int) -> Path:
-    """The vlm policy (its defaults: localizer on, no judge) on `a.tasks` bundled-site tasks;
-    no grounding rows, so the model work per step is what the naive loop does too."""
-    spec = {
-        "name": f"e2e-{per_shard}",
-        "sources": [{"type": "jsonl", "path": str(write_tasks(folder, a.tasks))}],
-        "policy": {"type": "vlm"},
-        "annotation": {"grounding": False},
-        "engine": {"url": url, "max_in_flight": 4 * a.workers * a.sessions},
-        "cluster": {
-            "workers": a.workers,
-            "sessions_per_worker": a.sessions,
-            "dashboard": "127.0.0.1:0",
-            "admission": {"control": a.admission},
-        },
-        "run": {"max_steps": a.max_steps, "tasks_per_shard": per_shard, "repeats": 1},
-        "output": {"uri": "unused"},
-    }
-    path = folder / f"vlm-{per_shard}.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return path
+    """The vlm policy (its defaults: localizer on, no judge); no grounding rows, so the model
+    work per step is what the naive loop does too."""
+    return sites_pipeline(
+        folder, a, f"vlm-{per_shard}", policy={"type": "vlm"}, admission=a.admission,
+        annotation={"grounding": False}, engine={"url": url, "max_in_flight": 4 * a.workers * a.sessions},
+        run={"max_steps": a.max_steps, "tasks_per_shard": per_shard, "repeats": 1},
+    )  # fmt: skip
 
 
 def engine_slots(a: argparse.Namespace) -> int:
@@ -342,11 +223,7 @@ def part_naive(a: argparse.Namespace) -> dict[str, Any]:
             switches = list(launch_options(exe, True, [])["args"])  # type: ignore[call-overload]
             naive = run_naive(sim.url, naive_tasks(server), a.max_steps, a.naive_seconds, exe, switches)  # fmt: skip
             naive_conditions = naive_cond.end()
-        shapes = [
-            Shape(round(sum(p for p, _ in u) / len(u)), max(1, round(sum(o for _, o in u) / len(u))),
-                  weight=float(len(u)))
-            for u in naive.usage.values() if u
-        ]  # fmt: skip
+        shapes = [shape_of(u, float(len(u))) for u in naive.usage.values() if u]
         config = sim.config()
     naive_eps = naive.episodes / naive.seconds if naive.seconds else 0.0
     naive_steps = naive.steps / naive.seconds if naive.seconds else 0.0
@@ -505,7 +382,7 @@ def part_pipeline(a: argparse.Namespace) -> dict[str, Any]:
         seconds = sum(r["bare"][kind]["steps"] / r["bare"][kind]["steps_per_s"] for r in rounds)
         return float(steps / seconds)
 
-    result = {"rounds": rounds, "ratio": round(ours / bare_rate("matched"), 3),
+    result: dict[str, Any] = {"rounds": rounds, "ratio": round(ours / bare_rate("matched"), 3),
               "ratio_fixed": round(ours / bare_rate("fixed"), 3), "conditions": cond.end(),
               "setting": f"pipelines/demo.yaml; bare loop {sessions} sessions on one browser, settle_ms 0"}  # fmt: skip
     print(f"pipeline: {result['setting']}")
@@ -541,14 +418,95 @@ def part_pipeline(a: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+# ----------------------------------------------------------------------- part 4
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
+
+
+def part_admission(a: argparse.Namespace) -> dict[str, Any]:
+    """CPU-aware admission, before and after: explore runs of the bundled sites (no model: the
+    CPU is what the sessions share) with the session limit fixed (`cluster.admission.control:
+    static`, what datagen did before) and adaptive, in the same run. Observation latency
+    p50/p95 (whole, and its own work without the wait for a quiet page) from the steps table."""
+    rounds = []
+    with tempfile.TemporaryDirectory(prefix="bench-admission-") as tmp:
+        for control in ("static", "adaptive"):
+            deadline = time.monotonic() + a.quiet_wait_s  # else a round inherits the last's load
+            while os.getloadavg()[0] >= a.quiet_load and time.monotonic() < deadline:
+                time.sleep(5)
+            folder = Path(tmp) / control
+            folder.mkdir()
+            sizes = {"max_steps": a.admission_steps, "tasks_per_shard": a.admission_per_shard, "repeats": 1}  # fmt: skip
+            pipeline = sites_pipeline(folder, a, f"admission-{control}", policy={"type": "explore"}, admission=control, run=sizes)  # fmt: skip
+            cond = Conditions()
+            run = run_datagen(pipeline, folder / "out")
+            steps = table(folder / "out", "steps", ["observe_ms", "settle_ms"])
+            whole = [float(s["observe_ms"]) for s in steps]
+            work = [float(s["observe_ms"]) - float(s["settle_ms"] or 0.0) for s in steps]
+            r: dict[str, Any] = {"control": control, "run": asdict(run), "episodes_per_s": round(run.episodes / run.phase_s, 3),
+                 "steps_per_s": round(len(steps) / run.phase_s, 2),
+                 "observe_p50_ms": round(percentile(whole, 0.5)), "observe_p95_ms": round(percentile(whole, 0.95)),
+                 "observe_work_p50_ms": round(statistics.median(work)) if work else 0,
+                 "observe_work_p95_ms": round(percentile(work, 0.95)), "conditions": cond.end()}  # fmt: skip
+            rounds.append(r)
+            print(
+                f"{control:8s} observe p50 {r['observe_p50_ms']} ms / p95 {r['observe_p95_ms']} ms "
+                f"(own work {r['observe_work_p50_ms']} / {r['observe_work_p95_ms']}), "
+                f"{r['episodes_per_s']:.2f} episodes/s, {r['steps_per_s']:.1f} steps/s over "
+                f"{run.phase_s:.0f} s, {run.busy_cores:.2f} cores busy; {run.held_by or '-'}; "
+                f"{run.episodes} episodes, peak sessions {run.peak_sessions}, rejects "
+                f"{run.rejects or 'none'}; {conditions_line(r['conditions'])}",
+                flush=True,
+            )
+    return {"rounds": rounds}
+
+
+# ----------------------------------------------------------------------- part 5
+
+
+def part_scale_out(a: argparse.Namespace) -> dict[str, Any]:
+    """`pipelines/demo.yaml` (explore, grounding, no model) on 1 worker, then 2, alternating
+    (`--rounds` of each): steps/s over the shard phase, 2 workers ÷ 1, and steps per busy
+    core-second (does a second worker turn extra cores into steps as well as the first?)."""
+    runs: list[dict[str, float]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(a.rounds):
+            for workers in (1, 2):
+                spec = yaml.safe_load(DEMO.read_text())
+                spec["cluster"] |= {"workers": workers, "dashboard": "127.0.0.1:0"}
+                folder = Path(tmp) / f"w{workers}-{i}"
+                folder.mkdir()
+                run = run_datagen(write_pipeline(folder, "demo", spec), folder / "out")
+                if run.code != 0:
+                    raise SystemExit(f"datagen run failed (exit {run.code})")
+                rate = run.steps / run.phase_s
+                runs.append({"workers": workers, "steps": run.steps, "startup_s": run.startup_s,
+                             "shard_phase_s": run.phase_s, "steps_per_s": round(rate, 2), "cores_busy": run.busy_cores,
+                             "steps_per_core_s": round(rate / max(run.busy_cores, 1e-6), 2)})  # fmt: skip
+                print(
+                    f"{workers} worker(s): {run.steps} steps in {run.phase_s:.1f} s = {rate:.2f} "
+                    f"steps/s, {run.busy_cores:.2f} cores busy = {runs[-1]['steps_per_core_s']:.2f} "
+                    f"steps per core-second (start-up {run.startup_s:.1f} s)",
+                    flush=True,
+                )
+    by = {w: statistics.mean(r["steps_per_s"] for r in runs if r["workers"] == w) for w in (1, 2)}
+    ratio = by[2] / by[1]
+    print(f"ratio steps/s (2 workers / 1 worker): {ratio:.2f} on {os.cpu_count()} cores")
+    return {"runs": runs, "ratio": round(ratio, 3), "cores": os.cpu_count()}
+
+
 # ----------------------------------------------------------------------- main
 
-PARTS = {"utilisation": part_utilisation, "naive": part_naive, "pipeline": part_pipeline}
+PARTS = {"utilisation": part_utilisation, "naive": part_naive, "pipeline": part_pipeline,
+         "admission": part_admission, "scale_out": part_scale_out}  # fmt: skip
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    p.add_argument("--part", choices=list(PARTS), nargs="*", default=list(PARTS))
+    p = parser(__doc__)
+    p.add_argument("--part", choices=list(PARTS), nargs="*", default=list(PARTS)[:3])
     p.add_argument(
         "--quick", action="store_true", help="small sizes: ~2-3 minutes a part on 2 cores"
     )
@@ -570,13 +528,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--naive-seconds", type=float, help="naive loop's run (quick 60, full 180)")
     p.add_argument("--naive-workers", type=int, nargs="*", default=[1, 2], help="naive part: datagen's workers, one run each")  # fmt: skip
     p.add_argument("--naive-per-shard", type=int, default=2, help="naive part: tasks a shard of datagen's runs")  # fmt: skip
-    p.add_argument("--rounds", type=int, help="pipeline part: rounds of (pipeline, bare) (quick 1, full 2)")  # fmt: skip
+    p.add_argument("--rounds", type=int, help="pipeline and scale_out parts: rounds (quick 1, full 2)")  # fmt: skip
     p.add_argument("--bare-episodes", type=int, default=4, help="bare loop: episodes per site")
     p.add_argument(
         "--admission", choices=["adaptive", "static"], default="adaptive",
         help="cluster.admission.control of the vlm runs (static: sessions_per_worker always)",
     )  # fmt: skip
-    p.add_argument("--json", type=Path, help="write results here")
+    p.add_argument("--admission-steps", type=int, default=6, help="admission part: max_steps")
+    p.add_argument("--admission-per-shard", type=int, default=32, help="admission part: tasks a shard")  # fmt: skip
+    p.add_argument("--quiet-load", type=float, default=3.0, help="admission part: wait for the load below this")  # fmt: skip
+    p.add_argument("--quiet-wait-s", type=float, default=150.0, help="…at most this long")
     a = p.parse_args(argv)
     quick = {"sessions": 16, "tasks": 128, "max_steps": 2, "max_seconds": 15, "naive_seconds": 60, "rounds": 1}  # fmt: skip
     full = {"sessions": 32, "tasks": 256, "max_steps": 3, "max_seconds": 30, "naive_seconds": 180, "rounds": 2}  # fmt: skip
@@ -593,8 +554,7 @@ def main(argv: list[str] | None = None) -> int:
     results = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "quick": a.quick}
     for name in a.part:
         results[name] = PARTS[name](a)
-    if a.json:
-        a.json.write_text(json.dumps(results, indent=1, default=str))
+    write_json(a.json, results)
     return 0
 
 

@@ -1,38 +1,24 @@
 """Grounding quality over whole explore episodes, as the pipeline records them, judged by the
 independent oracle at every observation.
 
-`bench.grounding` judges one observation per page, right after load. Here each fixture page of
-`tests/fixtures/pages/real/` and `tests/fixtures/pages/controls/` that carries ground truth
-(`data-gt`), plus `offsite.html` and
-`errorlinks.html` (no annotation: judged with the oracle's `discover=True`), is the start of
-`datagen.pipeline.run_episode` with the explore policy, as a shard would run it. The bench
-instruments only itself: its `BrowserHost` hands out sessions whose `observe()` is wrapped, so
-that right after each observation (before the pipeline's success check, decision and action)
-`bench.oracle.judge` runs on the live page with the rows the pipeline would accept for it
-(`bench.grounding.accepted_rows`). Each verdict is keyed by the screenshot bytes' sha256 and
-joined afterwards to the episode's recorded steps (`EpisodeOutcome.steps`), so only
-observations that became steps count; those the pipeline dropped (off scope, error or blank
-page) and the final observation are counted apart.
-
-    precision         rows whose point reaches a target and whose box lies inside it
-    recall by kind    targets (visible, static, in the viewport, reachable) with a correct row
-    duplicates        rows of one screenshot that share a referring expression
-    disagreement      steps with a row whose box is not where its target is painted in the
-                      screenshot (or the row of a moving element)
-    bad pages         steps recorded on chrome-error://, about:, data: or a document answered
-                      with HTTP ≥ 400 (from the bench's own response listener)
-    in scope          steps whose URL is on the start URL's host (run.scope "site" for an IP)
-    dropped           the pipeline's `step` rejects, by reason
-    observe ms        median `observe_ms` of the recorded steps (judging is not in it)
-    own row           rows quoting text from outside their target's control row (data-gt-row)
-    coordinates       steps whose description places the target by coordinates, and of them
-                      those whose target has a grounding row (should be none)
-
-The oracle's probe clicks move the mouse; after judging, the bench puts the pointer back where
-the pipeline left it (with the oracle's event swallowing on), so the page's :hover state and
-mouse listeners are as they would be without the bench.
+Each fixture page with ground truth (`tests/fixtures/pages/real/`, `controls/`), plus
+`offsite.html` and `errorlinks.html` (judged with `discover=True`), starts
+`datagen.pipeline.run_episode` (explore policy) as a shard would run it. The bench instruments
+only itself: its `BrowserHost` wraps `observe()` so that `oracle.judge` runs on the live page
+right after each observation with the rows the pipeline would keep
+(`bench.grounding.accepted_rows`), then puts the mouse back where the pipeline left it. Verdicts
+are keyed by the screenshot's sha256 and joined to the recorded steps, so only observations
+that became steps count. Figures (precision, recall by kind, duplicates, disagreement, bad
+pages, scope, drops, coordinates): docs/benchmarks.md, "Grounding on pages nobody here wrote".
 
     .venv/bin/python -m bench.episodes [--seeds N] [--steps N] [--pages NAME ...] [--json OUT]
+
+`--add-one`: the demo's add-one tasks (ADD_ONE) as explore episodes with `pipelines/demo.yaml`'s
+settings, `--seeds` each (default 20), not judged: solved is the task's own check on the live
+page; also counted: typed values never completed (the issue-34 regression) and steps whose
+description places an element target by coordinates.
+
+    .venv/bin/python -m bench.episodes --add-one [--seeds 20] [--tasks ID ...]
 """
 
 from __future__ import annotations
@@ -40,46 +26,46 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
-import json
 import socket
-import statistics
 import sys
 import tempfile
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from playwright.async_api import Page, Response
 
-from bench import oracle
+import oracle
 from bench.grounding import (
     COORDINATES,
-    PAGES,
-    PRECISION_TARGET,
-    RECALL_TARGETS,
+    Tally,
     accepted_rows,
     control_pages,
+    median,
     page_url,
     real_pages,
+    recall_cells,
+    recall_rows,
 )
+from bench.harness import DEMO, PAGES, Row, parser, print_table, shard_context, write_json
 from datagen.browser.host import BrowserHost
 from datagen.browser.session import Session
-from datagen.config import BrowserConfig, PipelineConfig, parse_pipeline
-from datagen.pipeline import EpisodeOutcome, ShardContext, run_episode
+from datagen.config import BrowserConfig, PipelineConfig, load_pipeline, parse_pipeline
+from datagen.pipeline import EpisodeOutcome, run_episode
 from datagen.records import GroundingRow, Observation, TaskSpec
-from datagen.sink.storage import LocalStorage
+from datagen.source.readers import BUNDLED_SITES, read_sites
 from datagen.source.serve import SiteServer
 
 UNANNOTATED = ("offsite.html", "errorlinks.html")  # judged with discover=True
 SCOPE_TARGET = 0.95  # share of recorded steps in scope, offsite.html
 BAD_SCHEMES = ("chrome-error:", "about:", "data:")
 STEP_TIMEOUT_S = 180.0  # the oracle judges inside observe(), which the pipeline bounds
+ADD_ONE = ("todo-add-item", "shop-add-any")
 
 
 def digest(image: bytes) -> str:
@@ -204,18 +190,8 @@ class JudgingHost(BrowserHost):
             entry.error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         finally:
             with suppress(Exception):
-                await _put_back(page, pointer)
+                await oracle.put_pointer_back(page, pointer)
             self._judging = False
-
-
-async def _put_back(page: Page, pointer: oracle.Point) -> None:
-    """Move the mouse back to where the pipeline left it, the page's pointer and mouse
-    listeners swallowed (as during judging): :hover is back, and the page saw nothing."""
-    frames = await oracle._install(await oracle._frames(page), "pointer")
-    try:
-        await page.mouse.move(pointer[0], pointer[1])
-    finally:
-        await oracle._uninstall(frames)
 
 
 # --------------------------------------------------------------------------- one episode
@@ -223,7 +199,7 @@ async def _put_back(page: Page, pointer: oracle.Point) -> None:
 
 @dataclass
 class StepResult:
-    """One recorded step, judged."""
+    """One recorded step, judged (`tally`: None when it was not)."""
 
     page: str
     seed: int
@@ -232,44 +208,26 @@ class StepResult:
     after: str  # the previous step's action, and its target
     rows: int
     recorded_rows: int  # grounding rows the pipeline recorded for this step
-    rows_differ: bool  # recorded rows ≠ judged rows (expression and box)
-    judged: bool
-    correct: int = 0
-    wrong: int = 0
-    unjudged: int = 0
-    recall: dict[str, list[int]] = field(default_factory=dict)  # kind → [found, counted]
-    duplicate_rows: int = 0
-    disagreeing_rows: int = 0
-    misnamed_rows: int = 0
-    outside_rows: int = 0  # rows quoting text from outside their target's control row
-    unshown_rows: int = 0  # rows quoting text the page does not show (oracle.shown_text)
-    coordinates: bool = False  # the step's description places its target by coordinates
-    coordinates_with_row: bool = False  # … though its target has a grounding row
-    loose_rows: int = 0
-    page_changed: bool = False
+    in_scope: bool
+    observe_ms: float
+    coordinates: bool  # the step's description places its target by coordinates
+    coordinates_with_row: bool  # … though its target has a grounding row
+    rows_differ: bool = False  # recorded rows ≠ judged rows (expression and box)
+    tally: Tally | None = None
     moved_on: bool = False
     bad_page: str = ""
-    in_scope: bool = True
-    observe_ms: float = 0.0
     judge_ms: float = 0.0
     error: str = ""
     report: str = ""
 
     @property
     def flawed(self) -> bool:
+        t = self.tally or Tally()
         return bool(
-            self.wrong
-            or self.disagreeing_rows
-            or self.duplicate_rows
-            or self.misnamed_rows
-            or self.outside_rows
-            or self.unshown_rows
-            or self.coordinates_with_row
-            or self.loose_rows
-            or any(h < n for h, n in self.recall.values())
-            or self.error
-            or self.rows_differ
-        )
+            t.wrong or t.disagreeing_rows or t.duplicate_rows or t.misnamed_rows or t.outside_rows
+            or t.unshown_rows or self.coordinates_with_row or t.loose_rows
+            or any(h < n for h, n in t.recall.values()) or self.error or self.rows_differ
+        )  # fmt: skip
 
 
 @dataclass
@@ -308,27 +266,17 @@ def join(
         if previous is not None and previous.action_error:
             after += f" ({previous.action_error[:120]})"
         mine = recorded.get(s.step_index, [])
+        coordinates = bool(COORDINATES.search(s.action_description))
         result = StepResult(
-            page=page,
-            seed=seed,
-            step=s.step_index,
-            url=s.url,
-            after=after,
-            rows=0,
-            recorded_rows=len(mine),
-            rows_differ=False,
-            judged=False,
-            in_scope=urlsplit(s.url).hostname == host,
-            observe_ms=s.observe_ms,
-        )
-        result.coordinates = bool(COORDINATES.search(s.action_description))
-        result.coordinates_with_row = result.coordinates and any(
-            g.selector == s.target_selector for g in mine
-        )
+            page=page, seed=seed, step=s.step_index, url=s.url, after=after, rows=0,
+            recorded_rows=len(mine), in_scope=urlsplit(s.url).hostname == host,
+            observe_ms=s.observe_ms, coordinates=coordinates,
+            coordinates_with_row=coordinates and any(g.selector == s.target_selector for g in mine),
+        )  # fmt: skip
+        steps.append(result)
         if match is None:
             result.error = "no observation with this screenshot"
             result.bad_page = bad_page(s.url, None)
-            steps.append(result)
             continue
         cursor = match.order + 1
         used.add(match.order)
@@ -336,20 +284,9 @@ def join(
         result.rows_differ = _row_keys(match.rows) != _row_keys(mine)
         result.bad_page = bad_page(s.url, match.status)
         result.moved_on, result.error = match.moved_on, match.error
-        v = match.verdict
-        if v is not None:
-            result.judged = True
-            result.correct, result.wrong = v.correct, len(v.wrong)
-            result.unjudged = sum(r.status == "unjudged" for r in v.rows)
-            result.recall = {k: [h, n] for k, (h, n) in v.recall().items()}
-            result.duplicate_rows = v.duplicate_rows
-            result.disagreeing_rows = len(v.disagreeing)
-            result.misnamed_rows, result.loose_rows = len(v.misnamed), len(v.loose)
-            result.outside_rows = len(v.outside)
-            result.unshown_rows = len(v.unshown)
-            result.page_changed, result.judge_ms = v.page_changed, v.judge_ms
-            result.report = v.report()
-        steps.append(result)
+        if match.verdict is not None:
+            result.tally, result.judge_ms = Tally.of(match.verdict), match.verdict.judge_ms
+            result.report = match.verdict.report()
     final = outcome.episode.final_screenshot.bytes if outcome.episode else None
     final_key = digest(final) if final is not None else None
     not_steps = []
@@ -362,18 +299,11 @@ def join(
     failed = next((r for r in outcome.rejects if r.stage in ("task", "episode")), None)
     status = outcome.episode.status if outcome.episode else (failed.reason if failed else "?")
     return EpisodeResult(
-        page=page,
-        seed=seed,
-        status=status,
-        steps=steps,
-        observations=len(observed),
+        page=page, seed=seed, status=status, steps=steps, observations=len(observed),
         dropped=dict(Counter(r.reason for r in outcome.rejects if r.stage == "step")),
-        grounding_rejects=dict(
-            Counter(r.reason for r in outcome.rejects if r.stage == "grounding")
-        ),
-        not_steps=not_steps,
-        seconds=0.0,
-    )
+        grounding_rejects=dict(Counter(r.reason for r in outcome.rejects if r.stage == "grounding")),
+        not_steps=not_steps, seconds=0.0,
+    )  # fmt: skip
 
 
 def _row_keys(rows: list[GroundingRow]) -> list[tuple[str, tuple[float, ...]]]:
@@ -383,186 +313,103 @@ def _row_keys(rows: list[GroundingRow]) -> list[tuple[str, tuple[float, ...]]]:
 # --------------------------------------------------------------------------- summary
 
 
-@dataclass(frozen=True)
-class Figures:
+def figures(episodes: list[EpisodeResult]) -> dict[str, Any]:
     """Recorded steps of some episodes together (one page, or all)."""
+    steps = [s for e in episodes for s in e.steps]
+    t = Tally.sum([s.tally for s in steps if s.tally is not None])
+    dropped: Counter[str] = Counter()
+    for e in episodes:
+        dropped.update(e.dropped)
+    return asdict(t) | {
+        "episodes": len(episodes), "steps": len(steps), "judged": t.observations,
+        "precision": t.precision, "recall": t.ratios(), "met": t.met(),
+        "duplicate_steps": t.duplicate_observations, "disagreeing_steps": t.disagreeing_observations,
+        "error_steps": sum(s.bad_page == "error" for s in steps),
+        "blank_steps": sum(s.bad_page == "blank" for s in steps),
+        "in_scope": round(sum(s.in_scope for s in steps) / len(steps), 4) if steps else 1.0,
+        "dropped": dict(sorted(dropped.items())),
+        "not_steps": sum(len(e.not_steps) for e in episodes),
+        "coordinate_steps": sum(s.coordinates for s in steps),
+        "coordinate_steps_with_row": sum(s.coordinates_with_row for s in steps),
+        "rows_differ": sum(s.rows_differ for s in steps),
+        "judge_errors": sum(bool(s.error) for s in steps),
+        "observe_ms_median": median([s.observe_ms for s in steps]),
+        "judge_ms_median": median([s.judge_ms for s in steps if s.tally is not None]),
+    }  # fmt: skip
 
-    episodes: int
-    steps: int
-    judged: int
-    rows: int
-    correct: int
-    wrong: int
-    precision: float
-    recall: dict[str, list[float]]  # kind → [found, counted, ratio]
-    duplicate_rows: int
-    duplicate_steps: int
-    disagreeing_steps: int
-    misnamed_rows: int
-    loose_rows: int
-    error_steps: int
-    blank_steps: int
-    in_scope: float
-    dropped: dict[str, int]
-    not_steps: int  # observations that did not become steps (final ones included)
-    outside_rows: int
-    unshown_rows: int
-    coordinate_steps: int  # steps described by coordinates
-    coordinate_steps_with_row: int  # … whose target has a grounding row
-    rows_differ: int  # steps whose recorded rows are not the rows judged
-    changed_while_judged: int
-    judge_errors: int
-    observe_ms_median: float
-    judge_ms_median: float
 
-    @classmethod
-    def of(cls, episodes: list[EpisodeResult]) -> Figures:
-        steps = [s for e in episodes for s in e.steps]
-        judged = [s for s in steps if s.judged]
-        correct, wrong = sum(s.correct for s in judged), sum(s.wrong for s in judged)
-        recall: dict[str, list[float]] = {}
-        for kind in oracle.KINDS:
-            found = sum(s.recall.get(kind, [0, 0])[0] for s in judged)
-            counted = sum(s.recall.get(kind, [0, 0])[1] for s in judged)
-            if counted:
-                recall[kind] = [found, counted, round(found / counted, 4)]
-        dropped: Counter[str] = Counter()
-        for e in episodes:
-            dropped.update(e.dropped)
-        observe = [s.observe_ms for s in steps]
-        judge = [s.judge_ms for s in judged]
-        return cls(
-            episodes=len(episodes),
-            steps=len(steps),
-            judged=len(judged),
-            rows=sum(s.rows for s in judged),
-            correct=correct,
-            wrong=wrong,
-            precision=round(correct / (correct + wrong), 4) if correct + wrong else 1.0,
-            recall=recall,
-            duplicate_rows=sum(s.duplicate_rows for s in judged),
-            duplicate_steps=sum(s.duplicate_rows > 0 for s in judged),
-            disagreeing_steps=sum(s.disagreeing_rows > 0 for s in judged),
-            misnamed_rows=sum(s.misnamed_rows for s in judged),
-            loose_rows=sum(s.loose_rows for s in judged),
-            outside_rows=sum(s.outside_rows for s in judged),
-            unshown_rows=sum(s.unshown_rows for s in judged),
-            coordinate_steps=sum(s.coordinates for s in steps),
-            coordinate_steps_with_row=sum(s.coordinates_with_row for s in steps),
-            error_steps=sum(s.bad_page == "error" for s in steps),
-            blank_steps=sum(s.bad_page == "blank" for s in steps),
-            in_scope=round(sum(s.in_scope for s in steps) / len(steps), 4) if steps else 1.0,
-            dropped=dict(sorted(dropped.items())),
-            not_steps=sum(len(e.not_steps) for e in episodes),
-            rows_differ=sum(s.rows_differ for s in steps),
-            changed_while_judged=sum(s.page_changed for s in judged),
-            judge_errors=sum(bool(s.error) for s in steps),
-            observe_ms_median=round(statistics.median(observe), 1) if observe else float("nan"),
-            judge_ms_median=round(statistics.median(judge), 1) if judge else float("nan"),
-        )
-
-    def met(self, offsite: Figures | None) -> dict[str, bool]:
-        met = {"precision": self.precision >= PRECISION_TARGET}
-        met |= {f"recall {k}": v[2] >= RECALL_TARGETS[k] for k, v in self.recall.items()}
-        met |= {"duplicates": self.duplicate_rows == 0, "disagreement": self.disagreeing_steps == 0}
-        met |= {"bad pages": self.error_steps + self.blank_steps == 0}
-        if offsite is not None:
-            met["in scope"] = offsite.in_scope >= SCOPE_TARGET
-        return met
+def print_flaws(episodes: list[EpisodeResult]) -> None:
+    for e in episodes:
+        for s in e.steps:
+            if not s.flawed:
+                continue
+            print(f"\n{s.page} seed {s.seed} step {s.step} (after {s.after}):")
+            if s.error:
+                print(f"    judging: {s.error}")
+            if s.rows_differ:
+                print(f"    recorded {s.recorded_rows} rows, judged {s.rows} (they differ)")
+            if s.moved_on:
+                print("    the page's URL changed between observing and judging")
+            if s.report:
+                print("    " + s.report.replace("\n", "\n    "))
+        strays = [n for n in e.not_steps if not n.startswith("final ")]
+        if strays:
+            print(f"\n{e.page} seed {e.seed}: observed, not steps: {'; '.join(strays)}")
+    print()
 
 
 def print_report(episodes: list[EpisodeResult], verbose: bool) -> dict[str, Any]:
-    kinds = oracle.KINDS
     names = sorted({e.page for e in episodes}, key=[e.page for e in episodes].index)
-    per_page = {n: Figures.of([e for e in episodes if e.page == n]) for n in names}
-    overall = Figures.of(episodes)
-    offsite = per_page.get("offsite.html")
-    met = overall.met(offsite)
-
-    if verbose:
-        for e in episodes:
-            for s in e.steps:
-                if not s.flawed:
-                    continue
-                print(f"\n{s.page} seed {s.seed} step {s.step} (after {s.after}):")
-                if s.error:
-                    print(f"    judging: {s.error}")
-                if s.rows_differ:
-                    print(f"    recorded {s.recorded_rows} rows, judged {s.rows} (they differ)")
-                if s.moved_on:
-                    print("    the page's URL changed between observing and judging")
-                if s.report:
-                    print("    " + s.report.replace("\n", "\n    "))
-            strays = [n for n in e.not_steps if not n.startswith("final ")]
-            if strays:
-                print(f"\n{e.page} seed {e.seed}: observed, not steps: {'; '.join(strays)}")
-        print()
-
-    head = f"{'page':<25} {'eps':>3} {'steps':>5} {'rows':>5} {'bad':>3} {'prec':>6} " + " ".join(
-        f"{k[:8]:>9}" for k in kinds
-    )
-    print(head + f" {'dups':>4} {'disagr':>6} {'err/blk':>7} {'scope':>5} {'obs ms':>6}  dropped")
-    for name, f in per_page.items():
-        prec = f"{f.precision:.3f}" if f.correct + f.wrong else "-"
-        cells = " ".join(
-            f"{f.recall[k][0]:>4.0f}/{f.recall[k][1]:<4.0f}" if k in f.recall else f"{'-':>9}"
-            for k in kinds
-        )
-        dropped = " ".join(f"{r}:{n}" for r, n in f.dropped.items()) or "-"
-        print(
-            f"{name:<25} {f.episodes:>3} {f.steps:>5} {f.rows:>5} {f.wrong:>3} {prec:>6} {cells} "
-            f"{f.duplicate_rows:>4} {f.disagreeing_steps:>6} "
-            f"{f.error_steps:>3}/{f.blank_steps:<3} {f.in_scope:>5.2f} {f.observe_ms_median:>6.0f}"
-            f"  {dropped}"
-        )
-    statuses = Counter(e.status for e in episodes)
-    print(f"\nepisodes: {dict(statuses)}")
-
-    o = overall
-    print()
-    print(f"{'figure':<48} {'measured':<26} {'target':<8} met")
-
-    def line(what: str, measured: str, target: str, ok: bool | None) -> None:
-        mark = "" if ok is None else ("yes" if ok else "NO")
-        print(f"{what:<48} {measured:<26} {target:<8} {mark}")
-
-    line("recorded steps (judged)", f"{o.steps} ({o.judged}) in {o.episodes} episodes", "-", None)
-    line("precision (all rows of recorded steps)", f"{o.precision:.4f} ({o.wrong} wrong)",
-         "≥ 0.995", met["precision"])  # fmt: skip
-    for kind, (found, counted, ratio) in o.recall.items():
-        target = RECALL_TARGETS[kind]
-        line(f"recall {kind}", f"{ratio:.3f} ({found:.0f}/{counted:.0f})", f"≥ {target:.2f}",
-             met[f"recall {kind}"])  # fmt: skip
-    line("rows sharing an expression", f"{o.duplicate_rows} ({o.duplicate_steps} steps)", "0",
-         met["duplicates"])  # fmt: skip
-    line("steps whose boxes disagree with the image", f"{o.disagreeing_steps}/{o.judged}", "0",
-         met["disagreement"])  # fmt: skip
-    line("steps on chrome-error:, about:blank, error pages",
-         f"{o.error_steps} error, {o.blank_steps} blank", "0", met["bad pages"])  # fmt: skip
+    per_page = {n: figures([e for e in episodes if e.page == n]) for n in names}
+    o, offsite = figures(episodes), per_page.get("offsite.html")
+    met = o.pop("met") | {"bad pages": o["error_steps"] + o["blank_steps"] == 0}
     if offsite is not None:
-        line("steps in scope, offsite.html", f"{offsite.in_scope:.3f} ({offsite.steps} steps)",
-             f"≥ {SCOPE_TARGET}", met["in scope"])  # fmt: skip
-    line("steps in scope, all pages", f"{o.in_scope:.3f}", "-", None)
-    line("steps dropped, by reason", " ".join(f"{r}:{n}" for r, n in o.dropped.items()) or "0",
-         "-", None)  # fmt: skip
-    line("observations that became no step (incl. final)", f"{o.not_steps}", "-", None)
-    line("rows naming the wrong thing (data-gt-name)", f"{o.misnamed_rows}", "-", None)
-    line("rows quoting text from outside their row", f"{o.outside_rows}", "0", o.outside_rows == 0)
-    line("rows quoting text the page does not show", f"{o.unshown_rows}", "0", o.unshown_rows == 0)
-    line("steps described by coordinates (target with a row)",
-         f"{o.coordinate_steps} ({o.coordinate_steps_with_row})", "(0)",
-         o.coordinate_steps_with_row == 0)  # fmt: skip
-    line("wrapped-link rows boxing several lines", f"{o.loose_rows}", "-", None)
-    line("steps whose recorded rows ≠ rows judged", f"{o.rows_differ}", "0", o.rows_differ == 0)
-    line("steps the page changed while judged", f"{o.changed_while_judged}", "-", None)
-    line("steps the oracle could not judge", f"{o.judge_errors}", "-", None)
-    line("median ms: observe() of recorded steps", f"{o.observe_ms_median:.1f}", "-", None)
-    line("median ms: oracle judge() per step", f"{o.judge_ms_median:.1f}", "-", None)
-    return {
-        "overall": asdict(overall),
-        "met": met,
-        "pages": {n: asdict(f) for n, f in per_page.items()},
-    }
+        met["in scope"] = offsite["in_scope"] >= SCOPE_TARGET
+    if verbose:
+        print_flaws(episodes)
+    head = f"{'page':<25} {'eps':>3} {'steps':>5} {'rows':>5} {'bad':>3} {'prec':>6} "
+    print(head + " ".join(f"{k[:8]:>9}" for k in oracle.KINDS) + "  dups disagr err/blk scope obs ms  dropped")  # fmt: skip
+    for name, f in per_page.items():
+        prec = f"{f['precision']:.3f}" if f["correct"] + f["wrong"] else "-"
+        dropped = " ".join(f"{r}:{n}" for r, n in f["dropped"].items()) or "-"
+        print(
+            f"{name:<25} {f['episodes']:>3} {f['steps']:>5} {f['rows']:>5} {f['wrong']:>3} {prec:>6} "
+            f"{recall_cells(f['recall'])} {f['duplicate_rows']:>5} {f['disagreeing_steps']:>6} "
+            f"{f['error_steps']:>3}/{f['blank_steps']:<3} {f['in_scope']:>5.2f} {f['observe_ms_median']:>6.0f}  {dropped}"
+        )  # fmt: skip
+    print(f"\nepisodes: {dict(Counter(e.status for e in episodes))}")
+    summary = {"overall": o, "met": met, "pages": per_page}
+    print_table(table(summary))
+    return summary
+
+
+def table(summary: dict[str, Any]) -> list[Row]:
+    """The figures of a summary (`print_report`'s) against their targets."""
+    o, met, offsite = summary["overall"], summary["met"], summary["pages"].get("offsite.html")
+    rows: list[Row] = [("recorded steps (judged)", f"{o['steps']} ({o['judged']}) in {o['episodes']} episodes", "-", None), *recall_rows(o)]  # fmt: skip
+    rows += [
+        ("rows sharing an expression", f"{o['duplicate_rows']} ({o['duplicate_steps']} steps)", "0", met["duplicates"]),
+        ("steps whose boxes disagree with the image", f"{o['disagreeing_steps']}/{o['judged']}", "0", met["disagreement"]),
+        ("steps on chrome-error:, about:blank, error pages", f"{o['error_steps']} error, {o['blank_steps']} blank", "0", met["bad pages"]),
+    ]  # fmt: skip
+    if offsite is not None:
+        rows.append(("steps in scope, offsite.html", f"{offsite['in_scope']:.3f} ({offsite['steps']} steps)", f"≥ {SCOPE_TARGET}", met["in scope"]))  # fmt: skip
+    rows += [
+        ("steps in scope, all pages", f"{o['in_scope']:.3f}", "-", None),
+        ("steps dropped, by reason", " ".join(f"{r}:{n}" for r, n in o["dropped"].items()) or "0", "-", None),
+        ("observations that became no step (incl. final)", f"{o['not_steps']}", "-", None),
+        ("rows naming the wrong thing (data-gt-name)", f"{o['misnamed_rows']}", "-", None),
+        ("rows quoting text from outside their row", f"{o['outside_rows']}", "0", o["outside_rows"] == 0),
+        ("rows quoting text the page does not show", f"{o['unshown_rows']}", "0", o["unshown_rows"] == 0),
+        ("steps described by coordinates (target with a row)", f"{o['coordinate_steps']} ({o['coordinate_steps_with_row']})", "(0)", o["coordinate_steps_with_row"] == 0),
+        ("wrapped-link rows boxing several lines", f"{o['loose_rows']}", "-", None),
+        ("steps whose recorded rows ≠ rows judged", f"{o['rows_differ']}", "0", o["rows_differ"] == 0),
+        ("steps the page changed while judged", f"{o['changed_while_judged']}", "-", None),
+        ("steps the oracle could not judge", f"{o['judge_errors']}", "-", None),
+        ("median ms: observe() of recorded steps", f"{o['observe_ms_median']:.1f}", "-", None),
+        ("median ms: oracle judge() per step", f"{o['judge_ms_median']:.1f}", "-", None),
+    ]  # fmt: skip
+    return rows
 
 
 # --------------------------------------------------------------------------- main
@@ -596,19 +443,14 @@ async def run_bench(args: argparse.Namespace) -> tuple[list[EpisodeResult], str]
         config = pipeline_config(Path(tmp), fixtures.origin, args.steps)
         host = JudgingHost(config.browser)
         await host.start()
-        ctx = ShardContext(
-            config=config, run_id="bench", host=host, storage=LocalStorage(Path(tmp) / "out")
-        )
+        ctx = shard_context(config, host, Path(tmp) / "out")
         try:
             for name in pages:
                 url = page_url(fixtures.base_url, name)
                 if name == "errorlinks.html":
                     url += f"?closed={closed_port()}"
-                task = TaskSpec(
-                    id=name.removesuffix(".html").replace("/", "-"),
-                    start_url=url,
-                    instruction="Explore.",
-                )
+                task_id = name.removesuffix(".html").replace("/", "-")
+                task = TaskSpec(id=task_id, start_url=url, instruction="Explore.")
                 for seed in range(args.seeds):
                     host.observed, host.discover = [], name in UNANNOTATED
                     started = time.perf_counter()
@@ -616,11 +458,11 @@ async def run_bench(args: argparse.Namespace) -> tuple[list[EpisodeResult], str]
                     result = join(name, seed, url, outcome, host.observed)
                     result.seconds = round(time.perf_counter() - started, 1)
                     episodes.append(result)
-                    f = Figures.of([result])
+                    f = figures([result])
                     print(
-                        f"{name} seed {seed}: {result.status}, {f.steps} steps, "
-                        f"{f.correct}/{f.rows} rows correct, recall "
-                        + " ".join(f"{k} {v[0]:.0f}/{v[1]:.0f}" for k, v in f.recall.items())
+                        f"{name} seed {seed}: {result.status}, {f['steps']} steps, "
+                        f"{f['correct']}/{f['rows']} rows correct, recall "
+                        + " ".join(f"{k} {v[0]:.0f}/{v[1]:.0f}" for k, v in f["recall"].items())
                         + f", dropped {result.dropped or 0} ({result.seconds:.0f} s)",
                         file=sys.stderr,
                     )
@@ -630,14 +472,66 @@ async def run_bench(args: argparse.Namespace) -> tuple[list[EpisodeResult], str]
     return episodes, version
 
 
+# --------------------------------------------------------------------------- add one
+
+
+def unsubmitted(outcome: EpisodeOutcome) -> bool:
+    """Did the episode end with a typed value it never completed (no Enter, no click after
+    the last typing)?"""
+    kinds = [s.action_type for s in outcome.steps]
+    if "type" not in kinds:
+        return False
+    last = len(kinds) - 1 - kinds[::-1].index("type")
+    return not any(s.action_type in ("key", "click") for s in outcome.steps[last + 1 :])
+
+
+async def add_one(episodes: int, task_ids: list[str]) -> dict[str, dict[str, float]]:
+    with tempfile.TemporaryDirectory() as tmp, SiteServer(BUNDLED_SITES) as sites:
+        config = load_pipeline(DEMO, output=str(Path(tmp) / "out"))
+        tasks = [t for t in read_sites(BUNDLED_SITES) if t.id in task_ids]
+        host = BrowserHost(config.browser, allow=[sites.origin])
+        await host.start()
+        ctx = shard_context(config, host, Path(tmp) / "out", sites.resolve)
+        out: dict[str, dict[str, float]] = {}
+        try:
+            for task in tasks:
+                solved = left_typed = coords = steps = 0
+                started = time.perf_counter()
+                for repeat in range(episodes):
+                    outcome = await run_episode(task, repeat, ctx)
+                    ok = bool(outcome.episode and outcome.episode.success)
+                    solved, left_typed = solved + ok, left_typed + unsubmitted(outcome)
+                    steps += len(outcome.steps)
+                    coords += sum(bool(s.target_selector and COORDINATES.search(s.action_description)) for s in outcome.steps)  # fmt: skip
+                    print(f"{task.id} #{repeat}: {'solved' if ok else 'not solved'}, {len(outcome.steps)} steps", file=sys.stderr)  # fmt: skip
+                out[task.id] = {
+                    "episodes": episodes, "solved": solved, "solved_share": round(solved / episodes, 3),
+                    "typed_not_completed": left_typed, "steps": steps, "coordinate_descriptions": coords,
+                    "seconds": round(time.perf_counter() - started, 1),
+                }  # fmt: skip
+        finally:
+            await host.close()
+    for task_id, f in out.items():
+        print(
+            f"{task_id}: solved {f['solved']:.0f}/{f['episodes']:.0f} ({f['solved_share']:.1%}); "
+            f"typed and not completed {f['typed_not_completed']:.0f}; coordinate descriptions "
+            f"{f['coordinate_descriptions']:.0f}/{f['steps']:.0f} steps"
+        )
+    solved, total = (sum(int(f[k]) for f in out.values()) for k in ("solved", "episodes"))
+    print(f"all add-one tasks: solved {solved}/{total} ({solved / max(1, total):.1%})")
+    return out
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    p.add_argument("--seeds", type=int, default=2, help="episodes per page (default 2)")
+    p = parser(__doc__)
+    p.add_argument("--seeds", type=int, default=None, help="episodes per page or task (default 2; --add-one 20)")  # fmt: skip
     p.add_argument("--steps", type=int, default=10, help="run.max_steps (default 10)")
     p.add_argument("--pages", nargs="*", default=None, help="fixture page file names (default all)")
     p.add_argument("--quiet", action="store_true", help="no per-step misses and wrong rows")
-    p.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write results here")
+    p.add_argument("--add-one", action="store_true", help="the demo's add-one tasks, solved or not")
+    p.add_argument("--tasks", nargs="*", default=list(ADD_ONE), help="--add-one's task ids")
     args = p.parse_args(argv)
+    args.seeds = args.seeds if args.seeds is not None else (20 if args.add_one else 2)
     if args.seeds < 1 or args.steps < 1:
         p.error("--seeds and --steps must be at least 1")
     known = [*real_pages(), *control_pages(), *UNANNOTATED]
@@ -649,20 +543,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.add_one:
+        write_json(args.json, asyncio.run(add_one(args.seeds, args.tasks)))
+        return 0
     episodes, version = asyncio.run(run_bench(args))
     summary = print_report(episodes, verbose=not args.quiet)
-    if args.json:
-        report: dict[str, Any] = {
-            "date": datetime.now(UTC).isoformat(timespec="seconds"),
-            "command": " ".join(["python", "-m", "bench.episodes", *(argv or sys.argv[1:])]),
-            "browser": version,
-            "seeds": args.seeds,
-            "max_steps": args.steps,
-            "summary": summary,
-            "episodes": [asdict(e) for e in episodes],
-        }
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    report = {"browser": version, "seeds": args.seeds, "max_steps": args.steps, "summary": summary}
+    write_json(args.json, report | {"episodes": [asdict(e) for e in episodes]})
     return 0
 
 

@@ -1,24 +1,13 @@
 """Grounding quality on pages written the way real web apps are, judged by an independent oracle.
 
-What it measures: for each page of `tests/fixtures/pages/real/` (late rendering, relayout,
-animation, shadow DOM, custom checkboxes, listener-only clickables, SVG, iframes, wrapped links,
-unlabeled fields, duplicate labels) and each bundled site, one observation as the pipeline
-takes it (`Session.goto`, `Session.observe`, grounding rows kept by `check_grounding`), judged
-at once on the live page by `bench.oracle` (its own Playwright code and real clicks, never
-datagen's element scan):
-
-    precision        rows whose point reaches a target and whose box lies inside it
-    recall by kind   targets (visible, static, in the viewport, reachable) with a correct row
-    duplicates       rows of one screenshot that share a referring expression
-    disagreement     observations with a row whose box is not where its target is painted
-                     in the screenshot (or the row of a moving element)
-    early            observations taken before the page settled: 1.5 s later, targets had
-                     appeared or moved (the oracle judges the moment datagen observed)
-    cost             median wall ms of Session.observe() vs a bare page.screenshot(jpeg),
-                     and of the oracle's CDP listener walk (the expensive alternative)
-
-The fixture pages carry their ground truth (`data-gt`); the bundled sites do not, so there the
-oracle's targets are what Playwright's role queries and CDP's listener lists find.
+For each page of `tests/fixtures/pages/real/` and `controls/` (late rendering, relayout,
+animation, shadow DOM, custom controls, listener-only clickables, SVG, iframes, wrapped links,
+unlabeled fields, …) and each bundled site: one observation as the pipeline takes it (goto,
+observe, rows kept by `check_grounding`), judged at once on the live page by `oracle` (its own
+Playwright code and real clicks). Fixture pages carry their ground truth (`data-gt`); on the
+bundled sites the oracle discovers targets by role queries and CDP listeners. Figures
+(precision, recall by kind and case, duplicates, disagreement, early observations, cost):
+docs/benchmarks.md, "Grounding on pages nobody here wrote".
 
     .venv/bin/python -m bench.grounding [--repeats N] [--pages NAME ...] [--no-sites] [--json OUT]
 """
@@ -27,17 +16,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import re
 import statistics
 import sys
 import time
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
-from pathlib import Path
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from bench import oracle
+import oracle
+from bench.harness import PAGES, Row, parser, print_table, write_json
 from datagen import SCHEMA_VERSION
 from datagen.annotate import grounding_rows
 from datagen.annotate.describe import describe
@@ -49,8 +36,6 @@ from datagen.source.readers import BUNDLED_SITES, list_sites
 from datagen.source.serve import SiteServer
 from datagen.validate import check_grounding
 
-REPO = Path(__file__).resolve().parents[1]
-PAGES = REPO / "tests" / "fixtures" / "pages"
 REAL = PAGES / "real"
 CONTROLS = PAGES / "controls"
 # Targets from issue 10.
@@ -120,6 +105,100 @@ def coordinate_descriptions(obs: Observation, rows: list[GroundingRow]) -> int:
     return sum(bool(COORDINATES.search(d)) for d in said)
 
 
+# --------------------------------------------------------------------------- figures
+
+
+@dataclass
+class Tally:
+    """The oracle's figures of some judged observations: one (`of`), or a sum (`+`)."""
+
+    observations: int = 0
+    rows: int = 0
+    correct: int = 0
+    wrong: int = 0
+    unjudged: int = 0
+    recall: dict[str, list[int]] = field(default_factory=dict)  # kind → [found, counted]
+    cases: dict[str, list[int]] = field(default_factory=dict)  # data-gt-case → [found, counted]
+    duplicate_rows: int = 0
+    duplicate_observations: int = 0
+    disagreeing_rows: int = 0
+    disagreeing_observations: int = 0
+    misnamed_rows: int = 0
+    loose_rows: int = 0
+    outside_rows: int = 0  # rows quoting text from outside their target's row
+    unshown_rows: int = 0  # rows quoting text the page does not show (oracle.shown_text)
+    changed_while_judged: int = 0
+
+    @classmethod
+    def of(cls, v: oracle.PageVerdict) -> Tally:
+        return cls(
+            observations=1, rows=len(v.rows), correct=v.correct, wrong=len(v.wrong),
+            unjudged=sum(r.status == "unjudged" for r in v.rows),
+            recall={k: [h, n] for k, (h, n) in v.recall().items()},
+            cases={k: [h, n] for k, (h, n) in v.recall_by_case().items()},
+            duplicate_rows=v.duplicate_rows, duplicate_observations=int(v.duplicate_rows > 0),
+            disagreeing_rows=len(v.disagreeing), disagreeing_observations=int(bool(v.disagreeing)),
+            misnamed_rows=len(v.misnamed), loose_rows=len(v.loose), outside_rows=len(v.outside),
+            unshown_rows=len(v.unshown), changed_while_judged=int(v.page_changed),
+        )  # fmt: skip
+
+    def __add__(self, other: Tally) -> Tally:
+        ints = {k: v + getattr(other, k) for k, v in vars(self).items() if isinstance(v, int)}
+        total = replace(self, recall={}, cases={}, **ints)
+        for name in ("recall", "cases"):
+            mine, theirs, into = getattr(self, name), getattr(other, name), getattr(total, name)
+            for k in {**mine, **theirs}:
+                pairs = zip(mine.get(k, [0, 0]), theirs.get(k, [0, 0]), strict=True)
+                into[k] = [a + b for a, b in pairs]
+        return total
+
+    @staticmethod
+    def sum(tallies: list[Tally]) -> Tally:
+        total = Tally()
+        for t in tallies:
+            total += t
+        return total
+
+    @property
+    def precision(self) -> float:
+        judged = self.correct + self.wrong
+        return round(self.correct / judged, 4) if judged else 1.0
+
+    def ratios(self, which: str = "recall") -> dict[str, list[float]]:
+        """kind (or case) → [found, counted, ratio], kinds in oracle.KINDS' order."""
+        got: dict[str, list[int]] = getattr(self, which)
+        order = oracle.KINDS if which == "recall" else sorted(got)
+        return {
+            k: [*got[k], round(got[k][0] / got[k][1], 4)] for k in order if got.get(k, [0, 0])[1]
+        }
+
+    def met(self) -> dict[str, bool]:
+        met = {"precision": self.precision >= PRECISION_TARGET}
+        met |= {f"recall {k}": v[2] >= RECALL_TARGETS[k] for k, v in self.ratios().items()}
+        return met | {
+            "duplicates": self.duplicate_rows == 0,
+            "disagreement": self.disagreeing_rows == 0,
+        }
+
+
+def recall_rows(s: dict[str, Any]) -> list[Row]:
+    """Precision and recall by kind against their targets, from a summary (`asdict` of a
+    Tally with `precision` and `recall` as `ratios()`)."""
+    p = s["precision"]
+    rows: list[Row] = [("precision (all rows)", f"{p:.4f} ({s['wrong']} wrong)", f"≥ {PRECISION_TARGET}", p >= PRECISION_TARGET)]  # fmt: skip
+    for kind, (found, counted, ratio) in s["recall"].items():
+        goal = RECALL_TARGETS[kind]
+        rows.append((f"recall {kind}", f"{ratio:.3f} ({found:.0f}/{counted:.0f})", f"≥ {goal:.2f}", ratio >= goal))  # fmt: skip
+    return rows
+
+
+def recall_cells(recall: dict[str, list[int]]) -> str:
+    return " ".join(
+        f"{recall[k][0]:>4.0f}/{recall[k][1]:<4.0f}" if k in recall else f"{'-':>9}"
+        for k in oracle.KINDS
+    )
+
+
 # --------------------------------------------------------------------------- one page
 
 
@@ -129,20 +208,8 @@ class PageResult:
 
     page: str
     repeat: int
-    rows: int
-    correct: int
-    wrong: int
-    unjudged: int
-    recall: dict[str, list[int]]  # kind → [found, counted]
-    cases: dict[str, list[int]]  # data-gt-case → [found, counted]
-    outside_rows: int  # rows quoting text from outside their target's row
-    unshown_rows: int  # rows quoting text the page does not show (oracle.shown_text)
+    tally: Tally
     coordinate_descriptions: int  # target-less clicks at a row's point described by coordinates
-    duplicate_rows: int
-    disagreeing_rows: int
-    misnamed_rows: int
-    loose_rows: int
-    page_changed: bool
     settled_changes: list[str]
     settle_timed_out: bool  # the observation's settle gave up at its limit (recorded)
     stable: bool  # the observation's own verdict (false when its settle gave up)
@@ -154,10 +221,6 @@ class PageResult:
     listener_walk_ms: float | None = None
     listener_nodes: int | None = None
     annotation_gaps: list[str] = field(default_factory=list)
-
-    @property
-    def disagrees(self) -> bool:
-        return self.disagreeing_rows > 0
 
     @property
     def early(self) -> bool:
@@ -178,20 +241,8 @@ async def run_page(
         result = PageResult(
             page=name,
             repeat=repeat,
-            rows=len(rows),
-            correct=verdict.correct,
-            wrong=len(verdict.wrong),
-            unjudged=sum(r.status == "unjudged" for r in verdict.rows),
-            recall={k: [h, n] for k, (h, n) in verdict.recall().items()},
-            cases={k: [h, n] for k, (h, n) in verdict.recall_by_case().items()},
-            outside_rows=len(verdict.outside),
-            unshown_rows=len(verdict.unshown),
+            tally=Tally.of(verdict),
             coordinate_descriptions=coordinate_descriptions(obs, rows),
-            duplicate_rows=verdict.duplicate_rows,
-            disagreeing_rows=len(verdict.disagreeing),
-            misnamed_rows=len(verdict.misnamed),
-            loose_rows=len(verdict.loose),
-            page_changed=verdict.page_changed,
             settled_changes=changes,
             settle_timed_out=obs.settle_timed_out,
             stable=obs.stable,
@@ -220,159 +271,79 @@ async def run_page(
 # --------------------------------------------------------------------------- summary
 
 
-@dataclass(frozen=True)
-class Summary:
-    """All observations together, against the issue's targets."""
-
-    observations: int
-    rows: int
-    precision: float
-    recall: dict[str, list[float]]  # kind → [found, counted, ratio]
-    cases: dict[str, list[float]]  # data-gt-case → [found, counted, ratio]
-    outside_rows: int
-    unshown_rows: int
-    coordinate_descriptions: int
-    duplicate_rate: float
-    duplicate_observations: int
-    misnamed_rows: int
-    loose_rows: int
-    disagreeing_observations: int
-    early_observations: int
-    early_unmarked: int  # early, yet neither settle_timed_out nor unstable
-    settle_timeouts: int  # observations whose settle gave up (each marked not stable)
-    changed_while_judged: int
-    first_observe_ms_median: float
-    observe_ms_median: float
-    screenshot_ms_median: float
-    listener_walk_ms_median: float
-    met: dict[str, bool]
-
-    @classmethod
-    def of(cls, results: list[PageResult]) -> Summary:
-        correct, wrong = sum(r.correct for r in results), sum(r.wrong for r in results)
-        precision = correct / (correct + wrong) if correct + wrong else 1.0
-        recall: dict[str, list[float]] = {}
-        for kind in oracle.KINDS:
-            found = sum(r.recall.get(kind, [0, 0])[0] for r in results)
-            counted = sum(r.recall.get(kind, [0, 0])[1] for r in results)
-            if counted:
-                recall[kind] = [found, counted, round(found / counted, 4)]
-        cases: dict[str, list[float]] = {}
-        for case in sorted({c for r in results for c in r.cases}):
-            found = sum(r.cases.get(case, [0, 0])[0] for r in results)
-            counted = sum(r.cases.get(case, [0, 0])[1] for r in results)
-            cases[case] = [found, counted, round(found / counted, 4)]
-        rows = sum(r.rows for r in results)
-        observe = [v for r in results for v in r.observe_wall_ms]
-        shots = [v for r in results for v in r.screenshot_ms]
-        walks = [r.listener_walk_ms for r in results if r.listener_walk_ms is not None]
-        disagreeing = sum(r.disagrees for r in results)
-        dup_rows = sum(r.duplicate_rows for r in results)
-        met = {"precision": precision >= PRECISION_TARGET}
-        met |= {f"recall {k}": v[2] >= RECALL_TARGETS[k] for k, v in recall.items()}
-        met |= {"duplicates": dup_rows == 0, "disagreement": disagreeing == 0}
-        met |= {"settled": not any(r.early for r in results)}
-        met |= {"names": not any(r.misnamed_rows for r in results)}
-        met |= {"own row": not any(r.outside_rows for r in results)}
-        met |= {"shown": not any(r.unshown_rows for r in results)}
-        met |= {"no coordinates": not any(r.coordinate_descriptions for r in results)}
-        met |= {"one line": not any(r.loose_rows for r in results)}
-        return cls(
-            observations=len(results),
-            rows=rows,
-            precision=round(precision, 4),
-            recall=recall,
-            cases=cases,
-            outside_rows=sum(r.outside_rows for r in results),
-            unshown_rows=sum(r.unshown_rows for r in results),
-            coordinate_descriptions=sum(r.coordinate_descriptions for r in results),
-            duplicate_rate=round(dup_rows / rows, 4) if rows else 0.0,
-            duplicate_observations=sum(r.duplicate_rows > 0 for r in results),
-            misnamed_rows=sum(r.misnamed_rows for r in results),
-            loose_rows=sum(r.loose_rows for r in results),
-            disagreeing_observations=disagreeing,
-            early_observations=sum(r.early for r in results),
-            early_unmarked=sum(r.early and r.stable and not r.settle_timed_out for r in results),
-            settle_timeouts=sum(r.settle_timed_out for r in results),
-            changed_while_judged=sum(r.page_changed for r in results),
-            first_observe_ms_median=round(statistics.median(r.observe_ms for r in results), 1),
-            observe_ms_median=round(statistics.median(observe), 1) if observe else float("nan"),
-            screenshot_ms_median=round(statistics.median(shots), 1) if shots else float("nan"),
-            listener_walk_ms_median=round(statistics.median(walks), 1) if walks else float("nan"),
-            met=met,
-        )
+def median(values: list[float]) -> float:
+    return round(statistics.median(values), 1) if values else float("nan")
 
 
-def print_report(results: list[PageResult], summary: Summary, verbose: bool) -> None:
-    kinds = oracle.KINDS
-    head = f"{'page':<28} {'rows':>4} {'ok':>4} {'bad':>4} {'prec':>6} " + " ".join(
-        f"{k[:8]:>8}" for k in kinds
-    )
-    print(head + f" {'dups':>4} {'disagr':>6} {'early':>5} {'obs ms':>7}")
+def summarise(results: list[PageResult]) -> dict[str, Any]:
+    """All observations together, against the issue's targets (what `python -m bench` reads)."""
+    t = Tally.sum([r.tally for r in results])
+    early = sum(r.early for r in results)
+    met = t.met() | {"settled": early == 0, "names": t.misnamed_rows == 0}
+    met |= {"own row": t.outside_rows == 0, "shown": t.unshown_rows == 0, "one line": t.loose_rows == 0}  # fmt: skip
+    met["no coordinates"] = not any(r.coordinate_descriptions for r in results)
+    return asdict(t) | {
+        "precision": t.precision, "recall": t.ratios(), "cases": t.ratios("cases"),
+        "coordinate_descriptions": sum(r.coordinate_descriptions for r in results),
+        "duplicate_rate": round(t.duplicate_rows / t.rows, 4) if t.rows else 0.0,
+        "early_observations": early,
+        "early_unmarked": sum(r.early and r.stable and not r.settle_timed_out for r in results),
+        "settle_timeouts": sum(r.settle_timed_out for r in results),
+        "first_observe_ms_median": median([r.observe_ms for r in results]),
+        "observe_ms_median": median([v for r in results for v in r.observe_wall_ms]),
+        "screenshot_ms_median": median([v for r in results for v in r.screenshot_ms]),
+        "listener_walk_ms_median": median([r.listener_walk_ms for r in results if r.listener_walk_ms is not None]),
+        "met": met,
+    }  # fmt: skip
+
+
+def print_report(results: list[PageResult], s: dict[str, Any], verbose: bool) -> None:
+    head = f"{'page':<28} {'rows':>4} {'ok':>4} {'bad':>4} {'prec':>6} "
+    print(head + " ".join(f"{k[:8]:>9}" for k in oracle.KINDS) + "  dups disagr early  obs ms")
     for r in results:
-        judged = r.correct + r.wrong
-        prec = f"{r.correct / judged:.3f}" if judged else "-"
-        cells = " ".join(
-            f"{r.recall[k][0]:>3}/{r.recall[k][1]:<4}" if k in r.recall else f"{'-':>8}"
-            for k in kinds
-        )
-        flag = " (changed while judged)" if r.page_changed else ""
+        t = r.tally
+        prec = f"{t.precision:.3f}" if t.correct + t.wrong else "-"
+        flag = " (changed while judged)" if t.changed_while_judged else ""
         print(
-            f"{r.page:<28} {r.rows:>4} {r.correct:>4} {r.wrong:>4} {prec:>6} {cells} "
-            f"{r.duplicate_rows:>4} {r.disagreeing_rows:>6} {len(r.settled_changes):>5} "
-            f"{r.observe_ms:>7.0f}{flag}"
-        )
-        if verbose and (
-            r.wrong or r.disagrees or r.duplicate_rows or r.misnamed_rows or r.loose_rows
-            or r.outside_rows
-            or r.unshown_rows
-            or "miss " in r.report
-        ):  # fmt: skip
+            f"{r.page:<28} {t.rows:>4} {t.correct:>4} {t.wrong:>4} {prec:>6} {recall_cells(t.recall)} "
+            f"{t.duplicate_rows:>5} {t.disagreeing_rows:>6} {len(r.settled_changes):>5} {r.observe_ms:>7.0f}{flag}"
+        )  # fmt: skip
+        flawed = t.wrong or t.disagreeing_rows or t.duplicate_rows or t.misnamed_rows
+        if verbose and (flawed or t.loose_rows or t.outside_rows or t.unshown_rows or "miss " in r.report):  # fmt: skip
             print("    " + r.report.replace("\n", "\n    "))
         if verbose and r.early:
-            print(
-                f"    after the observation: {'; '.join(r.settled_changes[:4])}"
-                + (f" (+{len(r.settled_changes) - 4} more)" if len(r.settled_changes) > 4 else "")
-            )
+            more = len(r.settled_changes) - 4
+            print(f"    after the observation: {'; '.join(r.settled_changes[:4])}" + (f" (+{more} more)" if more > 0 else ""))  # fmt: skip
         for gap in r.annotation_gaps:
             print(f"    WARNING annotation gap on {r.page}: {gap}")
-    s = summary
-    print()
-    print(f"{'figure':<44} {'measured':<26} {'target':<8} met")
+    print_table(table(s))
 
-    def line(what: str, measured: str, target: str, met: bool | None) -> None:
-        mark = "" if met is None else ("yes" if met else "NO")
-        print(f"{what:<44} {measured:<26} {target:<8} {mark}")
 
-    line("precision (all rows)", f"{s.precision:.4f}", "≥ 0.995", s.met["precision"])
-    for kind, (found, counted, ratio) in s.recall.items():
-        target = RECALL_TARGETS[kind]
-        line(f"recall {kind}", f"{ratio:.3f} ({found:.0f}/{counted:.0f})", f"≥ {target:.2f}",
-             s.met[f"recall {kind}"])  # fmt: skip
-    for case, (found, counted, ratio) in s.cases.items():
-        line(f"recall, case {case}", f"{ratio:.3f} ({found:.0f}/{counted:.0f})", "-", None)
-    line("rows sharing an expression", f"{s.duplicate_rate:.4f} ({s.duplicate_observations} obs)",
-         "0", s.met["duplicates"])  # fmt: skip
-    line("rows naming the wrong thing (data-gt-name)", f"{s.misnamed_rows}", "0", s.met["names"])
-    line("rows quoting text from outside their row", f"{s.outside_rows}", "0", s.met["own row"])
-    line("rows quoting text the page does not show", f"{s.unshown_rows}", "0", s.met["shown"])
-    line("clicks at a row's point described by coordinates", f"{s.coordinate_descriptions}",
-         "0", s.met["no coordinates"])  # fmt: skip
-    line("wrapped-link rows boxing several lines", f"{s.loose_rows}", "0", s.met["one line"])
-    line("observations whose boxes disagree with image",
-         f"{s.disagreeing_observations}/{s.observations}", "0", s.met["disagreement"])  # fmt: skip
-    line("observations before the page settled", f"{s.early_observations}/{s.observations}",
-         "0", s.met["settled"])  # fmt: skip
-    line("  of them not marked (stable, no settle timeout)", f"{s.early_unmarked}", "0",
-         s.early_unmarked == 0)  # fmt: skip
-    line("observations whose settle gave up (marked)", f"{s.settle_timeouts}", "-", None)
-    line("observations the page changed while judged", f"{s.changed_while_judged}", "-", None)
-    line("median ms: first observe() after goto", f"{s.first_observe_ms_median:.1f}", "-", None)
-    line("median ms: Session.observe(), page settled", f"{s.observe_ms_median:.1f}", "-", None)
-    line("median ms: bare page.screenshot(jpeg)", f"{s.screenshot_ms_median:.1f}", "-", None)
-    ratio = s.observe_ms_median / s.screenshot_ms_median if s.screenshot_ms_median else 0.0
-    line("observe ÷ bare screenshot", f"{ratio:.2f}", "-", None)
-    line("median ms: CDP listener walk (oracle)", f"{s.listener_walk_ms_median:.1f}", "-", None)
+def table(s: dict[str, Any]) -> list[Row]:
+    """The figures of a summary (`summarise`) against their targets."""
+    met, n = s["met"], s["observations"]
+    ratio = s["observe_ms_median"] / s["screenshot_ms_median"] if s["screenshot_ms_median"] else 0.0
+    rows = recall_rows(s)
+    rows += [(f"recall, case {c}", f"{r:.3f} ({f:.0f}/{n_:.0f})", "-", None) for c, (f, n_, r) in s["cases"].items()]  # fmt: skip
+    rows += [
+        ("rows sharing an expression", f"{s['duplicate_rate']:.4f} ({s['duplicate_observations']} obs)", "0", met["duplicates"]),
+        ("rows naming the wrong thing (data-gt-name)", f"{s['misnamed_rows']}", "0", met["names"]),
+        ("rows quoting text from outside their row", f"{s['outside_rows']}", "0", met["own row"]),
+        ("rows quoting text the page does not show", f"{s['unshown_rows']}", "0", met["shown"]),
+        ("clicks at a row's point described by coordinates", f"{s['coordinate_descriptions']}", "0", met["no coordinates"]),
+        ("wrapped-link rows boxing several lines", f"{s['loose_rows']}", "0", met["one line"]),
+        ("observations whose boxes disagree with image", f"{s['disagreeing_observations']}/{n}", "0", met["disagreement"]),
+        ("observations before the page settled", f"{s['early_observations']}/{n}", "0", met["settled"]),
+        ("  of them not marked (stable, no settle timeout)", f"{s['early_unmarked']}", "0", s["early_unmarked"] == 0),
+        ("observations whose settle gave up (marked)", f"{s['settle_timeouts']}", "-", None),
+        ("observations the page changed while judged", f"{s['changed_while_judged']}", "-", None),
+        ("median ms: first observe() after goto", f"{s['first_observe_ms_median']:.1f}", "-", None),
+        ("median ms: Session.observe(), page settled", f"{s['observe_ms_median']:.1f}", "-", None),
+        ("median ms: bare page.screenshot(jpeg)", f"{s['screenshot_ms_median']:.1f}", "-", None),
+        ("observe ÷ bare screenshot", f"{ratio:.2f}", "-", None),
+        ("median ms: CDP listener walk (oracle)", f"{s['listener_walk_ms_median']:.1f}", "-", None),
+    ]  # fmt: skip
+    return rows
 
 
 # --------------------------------------------------------------------------- main
@@ -394,11 +365,8 @@ async def run_bench(args: argparse.Namespace) -> tuple[list[PageResult], str]:
                         host, name, url, repeat, discover=discover, measure=repeat == 0
                     )
                     results.append(result)
-                    print(
-                        f"{name} #{repeat}: {result.correct}/{result.rows} rows correct, "
-                        f"recall {result.recall}",
-                        file=sys.stderr,
-                    )
+                    t = result.tally
+                    print(f"{name} #{repeat}: {t.correct}/{t.rows} rows correct, recall {t.recall}", file=sys.stderr)  # fmt: skip
         finally:
             version = host.version
             await host.close()
@@ -406,12 +374,11 @@ async def run_bench(args: argparse.Namespace) -> tuple[list[PageResult], str]:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    p = parser(__doc__)
     p.add_argument("--repeats", type=int, default=1, help="observations per page (default 1)")
     p.add_argument("--pages", nargs="*", default=None, help="fixture page file names (default all)")
     p.add_argument("--no-sites", action="store_true", help="leave the bundled sites out")
     p.add_argument("--quiet", action="store_true", help="no per-page misses and wrong rows")
-    p.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write results here")
     args = p.parse_args(argv)
     if args.repeats < 1:
         p.error("--repeats must be at least 1")
@@ -425,18 +392,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     results, version = asyncio.run(run_bench(args))
-    summary = Summary.of(results)
+    summary = summarise(results)
     print_report(results, summary, verbose=not args.quiet)
-    if args.json:
-        report: dict[str, Any] = {
-            "date": datetime.now(UTC).isoformat(timespec="seconds"),
-            "command": " ".join(["python", "-m", "bench.grounding", *(argv or sys.argv[1:])]),
-            "browser": version,
-            "summary": asdict(summary),
-            "pages": [asdict(r) for r in results],
-        }
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    report = {"browser": version, "summary": summary, "pages": [asdict(r) for r in results]}
+    write_json(args.json, report)
     return 0
 
 

@@ -14,14 +14,14 @@ browser with nothing open.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
-import json
+import statistics
 from contextlib import AsyncExitStack
 
 import psutil
 
+from bench.harness import parser, write_json
 from datagen.browser.host import BrowserHost
 from datagen.config import BrowserConfig
 from datagen.source.readers import BUNDLED_SITES, list_sites
@@ -35,14 +35,6 @@ def pss_rss_mb(host: BrowserHost) -> tuple[float, float]:
             info = process.memory_full_info()
             pss, rss = pss + info.pss, rss + info.rss
     return pss / 2**20, rss / 2**20
-
-
-def slope(xs: list[int], ys: list[float]) -> tuple[float, float]:
-    n = len(xs)
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else 0.0
-    return b, my - b * mx
 
 
 async def measure(counts: list[int]) -> list[dict[str, float]]:
@@ -80,25 +72,16 @@ async def measure(counts: list[int]) -> list[dict[str, float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--sessions", type=int, nargs="*", default=[1, 2, 4, 8, 16])
-    parser.add_argument("--json", help="write results here")
-    args = parser.parse_args()
+    p = parser(__doc__)
+    p.add_argument("--sessions", type=int, nargs="*", default=[1, 2, 4, 8, 16])
+    args = p.parse_args()
     rows = asyncio.run(measure(args.sessions))
     xs = [int(r["sessions"]) for r in rows]
-    uss_b, uss_a = slope(xs, [r["uss_mb"] for r in rows])
-    pss_b, pss_a = slope(xs, [r["pss_mb"] for r in rows])
-    rss_b, rss_a = slope(xs, [r["rss_mb"] for r in rows])
-    print(f"per concurrent session: USS {uss_b:.1f} MB, PSS {pss_b:.1f} MB, RSS {rss_b:.1f} MB")
-    print(f"browser with no session (intercept): USS {uss_a:.1f} MB, PSS {pss_a:.1f} MB, RSS {rss_a:.1f} MB")  # fmt: skip
-    if args.json:
-        with open(args.json, "w") as fh:
-            result = {"rows": rows, "uss_mb_per_session": round(uss_b, 1)}
-            result |= {"rss_mb_per_session": round(rss_b, 1), "uss_mb_base": round(uss_a, 1)}
-            result |= {"pss_mb_per_session": round(pss_b, 1), "pss_mb_base": round(pss_a, 1)}
-            json.dump(result, fh, indent=1)
+    fit = {m: statistics.linear_regression(xs, [r[f"{m}_mb"] for r in rows]) for m in ("uss", "pss", "rss")}  # fmt: skip
+    print("per concurrent session: " + ", ".join(f"{m.upper()} {f.slope:.1f} MB" for m, f in fit.items()))  # fmt: skip
+    print("browser with no session (intercept): " + ", ".join(f"{m.upper()} {f.intercept:.1f} MB" for m, f in fit.items()))  # fmt: skip
+    result = {"rows": rows} | {f"{m}_mb_per_session": round(f.slope, 1) for m, f in fit.items()}
+    write_json(args.json, result | {f"{m}_mb_base": round(f.intercept, 1) for m, f in fit.items()})
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import base64
 import json
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -37,52 +38,11 @@ Rules: click elements by describing them and giving their position; type only af
 dismiss cookie banners and pop-ups that are in the way; do not log in or create accounts unless the task
 asks; scroll at most a few times in a row; keep facts you will need later in `note` (it is the only memory
 you keep between steps); when the task is done, or the answer is known, use the `answer` action."""
-# The JSON Schemas of the answers (holo2_norm1000 for a 1280×800 image), as sent.
-NAV_SCHEMA_JSON = (
-    '{"$defs": {"NavAnswer": {"additionalProperties": false, "properties": {"type": {"con'
-    'st": "answer", "title": "Type", "type": "string"}, "content": {"description": "the a'
-    'nswer, or a summary of what was done", "title": "Content", "type": "string"}}, "requ'
-    'ired": ["type", "content"], "title": "NavAnswer", "type": "object"}, "NavBack": {"ad'
-    'ditionalProperties": false, "properties": {"type": {"const": "back", "title": "Type"'
-    ', "type": "string"}}, "required": ["type"], "title": "NavBack", "type": "object"}, "'
-    'NavClick": {"additionalProperties": false, "properties": {"type": {"const": "click",'
-    ' "title": "Type", "type": "string"}, "element": {"description": "the element to clic'
-    'k, described so a person could find it", "title": "Element", "type": "string"}, "x":'
-    ' {"title": "X", "type": "integer", "minimum": 0, "maximum": 1000}, "y": {"title": "Y'
-    '", "type": "integer", "minimum": 0, "maximum": 1000}}, "required": ["type", "element'
-    '", "x", "y"], "title": "NavClick", "type": "object"}, "NavGoto": {"additionalPropert'
-    'ies": false, "properties": {"type": {"const": "goto", "title": "Type", "type": "stri'
-    'ng"}, "url": {"title": "Url", "type": "string"}}, "required": ["type", "url"], "titl'
-    'e": "NavGoto", "type": "object"}, "NavKey": {"additionalProperties": false, "propert'
-    'ies": {"type": {"const": "key", "title": "Type", "type": "string"}, "key": {"descrip'
-    'tion": "key or chord, e.g. Enter, Control+A", "title": "Key", "type": "string"}}, "r'
-    'equired": ["type", "key"], "title": "NavKey", "type": "object"}, "NavScroll": {"addi'
-    'tionalProperties": false, "properties": {"type": {"const": "scroll", "title": "Type"'
-    ', "type": "string"}, "direction": {"enum": ["up", "down", "left", "right"], "title":'
-    ' "Direction", "type": "string"}}, "required": ["type", "direction"], "title": "NavSc'
-    'roll", "type": "object"}, "NavType": {"additionalProperties": false, "properties": {'
-    '"type": {"const": "type", "title": "Type", "type": "string"}, "text": {"description"'
-    ': "text to type into the focused field", "title": "Text", "type": "string"}}, "requi'
-    'red": ["type", "text"], "title": "NavType", "type": "object"}, "NavWait": {"addition'
-    'alProperties": false, "properties": {"type": {"const": "wait", "title": "Type", "typ'
-    'e": "string"}}, "required": ["type"], "title": "NavWait", "type": "object"}}, "addit'
-    'ionalProperties": false, "description": "One navigation step: think, keep a note (th'
-    'e only memory across steps), act.", "properties": {"thought": {"title": "Thought", "'
-    'type": "string"}, "note": {"title": "Note", "type": "string"}, "action": {"discrimin'
-    'ator": {"mapping": {"answer": "#/$defs/NavAnswer", "back": "#/$defs/NavBack", "click'
-    '": "#/$defs/NavClick", "goto": "#/$defs/NavGoto", "key": "#/$defs/NavKey", "scroll":'
-    ' "#/$defs/NavScroll", "type": "#/$defs/NavType", "wait": "#/$defs/NavWait"}, "proper'
-    'tyName": "type"}, "oneOf": [{"$ref": "#/$defs/NavClick"}, {"$ref": "#/$defs/NavType"'
-    '}, {"$ref": "#/$defs/NavKey"}, {"$ref": "#/$defs/NavScroll"}, {"$ref": "#/$defs/NavG'
-    'oto"}, {"$ref": "#/$defs/NavBack"}, {"$ref": "#/$defs/NavWait"}, {"$ref": "#/$defs/N'
-    'avAnswer"}], "title": "Action"}}, "required": ["thought", "note", "action"], "title"'
-    ': "NavStep", "type": "object"}'
-)
-POINT_SCHEMA_JSON = (
-    '{"additionalProperties": false, "properties": {"x": {"title": "X", "type": "integer"'
-    ', "minimum": 0, "maximum": 1000}, "y": {"title": "Y", "type": "integer", "minimum": '
-    '0, "maximum": 1000}}, "required": ["x", "y"], "title": "Point", "type": "object"}'
-)
+# The JSON Schemas of the answers (holo2_norm1000 for a 1280×800 image), as sent: a copy, kept
+# as data beside this file (tests/unit/test_bench_naive.py checks it against datagen's).
+SCHEMAS = json.loads((Path(__file__).with_name("naive_schemas.json")).read_text())
+NAV_SCHEMA_JSON: str = SCHEMAS["navigation"]
+POINT_SCHEMA_JSON: str = SCHEMAS["point"]
 
 
 def navigation_messages(

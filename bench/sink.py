@@ -15,23 +15,34 @@ of `--repeats`), the Parquet sizes, and the ratio ours/bare.
 
     python -m bench.sink
     python -m bench.sink --steps 400 --json out.json
+
+`--row-groups OUTPUT`: the row group size of the image tables on a real run's committed steps
+(its screenshots): for each `--sizes`, one file written as the sink does, its bytes per row
+group, write MB/s, and the time to the first row group (pyarrow) and to the first 10 rows
+through `datasets` streaming, best of `--repeats` (docs/output.md, "Row groups").
+
+    .venv/bin/datagen run pipelines/demo.yaml -o /tmp/rows-demo
+    .venv/bin/python -m bench.sink --row-groups /tmp/rows-demo --sizes 25 50 100 256
 """
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import random
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from PIL import Image, ImageDraw
 
+from bench.harness import parser, write_json
 from datagen.records import GroundingRow, ImageData, ShardResult, StepRow
+from datagen.sink.read import read_committed
+from datagen.sink.schema import TABLES, compression
 from datagen.sink.storage import LocalStorage
 from datagen.sink.writer import write_shard
 
@@ -129,15 +140,84 @@ def bare(
     return time.perf_counter() - started, size  # fmt: skip
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+def write(table: pa.Table, path: Path, row_group_size: int) -> float:
+    """Seconds to write `table` as the sink does, at `row_group_size` rows per group."""
+    started = time.perf_counter()
+    codecs = compression(TABLES["steps"])
+    with pq.ParquetWriter(path, table.schema, compression=codecs) as writer:
+        writer.write_table(table, row_group_size=row_group_size)
+    return time.perf_counter() - started
+
+
+def first_group_s(path: Path) -> float:
+    started = time.perf_counter()
+    pq.ParquetFile(path).read_row_group(0)
+    return time.perf_counter() - started
+
+
+def first_rows_s(path: Path, rows: int = 10) -> float:
+    """Seconds from `load_dataset(..., streaming=True)` to `rows` decoded rows."""
+    from datasets import load_dataset  # type: ignore[import-untyped]
+
+    started = time.perf_counter()
+    stream = load_dataset("parquet", data_files=str(path), split="train", streaming=True)
+    for index, row in enumerate(stream):
+        assert row["screenshot"].size[0] > 0  # decoded to a PIL image
+        if index + 1 == rows:
+            break
+    return time.perf_counter() - started
+
+
+def row_group(table: pa.Table, folder: Path, size: int, repeats: int) -> dict[str, Any]:
+    path = folder / f"steps-{size}.parquet"
+    write_s = min(write(table, path, size) for _ in range(repeats))
+    meta = pq.ParquetFile(path).metadata
+    groups = [meta.row_group(i) for i in range(meta.num_row_groups)]
+    on_disk = [sum(g.column(c).total_compressed_size for c in range(g.num_columns)) for g in groups]
+    in_memory = [g.total_byte_size for g in groups]
+    streamed = [first_rows_s(path) for _ in range(repeats)]
+    return {
+        "row_group_rows": size,
+        "row_groups": len(groups),
+        "group_mb_on_disk_mean": round(sum(on_disk) / len(on_disk) / 1e6, 2),
+        "group_mb_on_disk_max": round(max(on_disk) / 1e6, 2),
+        "group_mb_in_memory_max": round(max(in_memory) / 1e6, 2),
+        "file_mb": round(path.stat().st_size / 1e6, 2),
+        "write_mb_per_s": round(table.nbytes / 1e6 / write_s, 1),
+        "first_group_ms": round(min(first_group_s(path) for _ in range(repeats)) * 1000, 1),
+        "first_10_rows_streaming_ms": round(min(streamed) * 1000, 1),
+    }
+
+
+def row_groups(output: str, sizes: list[int], repeats: int) -> list[dict[str, Any]]:
+    table = read_committed(output, "steps").to_table()
+    images = sum(len(s["bytes"]) for s in table.column("screenshot").to_pylist())
+    print(
+        f"{table.num_rows} step rows, {table.nbytes / 1e6:.1f} MB in Arrow "
+        f"({images / table.num_rows / 1e3:.0f} KB screenshots on average)"
     )
-    parser.add_argument("--steps", type=int, default=300, help="step rows (one shard)")
-    parser.add_argument("--grounding", type=int, default=12, help="grounding rows per step")
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--json", help="write results here")
-    args = parser.parse_args()
+    results = []
+    first_rows_s(Path(read_committed(output, "steps").files[0]))  # imports, caches: warm
+    shm = Path("/dev/shm")  # memory-backed when there is one: CPU is measured, not the disk
+    with tempfile.TemporaryDirectory(dir=shm if shm.is_dir() else None) as tmp:
+        for size in sizes:
+            results.append(row_group(table, Path(tmp), size, repeats))
+            print(json.dumps(results[-1]))
+    return results
+
+
+def main() -> None:
+    p = parser(__doc__)
+    p.add_argument("--steps", type=int, default=300, help="step rows (one shard)")
+    p.add_argument("--grounding", type=int, default=12, help="grounding rows per step")
+    p.add_argument("--repeats", type=int, default=None, help="best of (default 7; --row-groups 5)")
+    p.add_argument("--row-groups", metavar="OUTPUT", help="a datagen output: its steps' row groups")
+    p.add_argument("--sizes", type=int, nargs="+", default=[25, 50, 100, 256])
+    args = p.parse_args()
+    if args.row_groups:
+        write_json(args.json, row_groups(args.row_groups, args.sizes, args.repeats or 5))
+        return
+    args.repeats = args.repeats or 7
     step_rows, grounding = rows(args.steps, args.grounding)
     step_dicts = [r.model_dump() for r in step_rows]
     grounding_dicts = [r.model_dump() for r in grounding]
@@ -175,9 +255,7 @@ def main() -> None:
         )
     ratio = results["ours"]["mb_per_s"] / results["bare"]["mb_per_s"]
     print(f"ratio rows MB/s written to Parquet (ours/bare): {ratio:.2f}")
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({"results": results, "ratio": round(ratio, 3)}, fh, indent=1)
+    write_json(args.json, {"results": results, "ratio": round(ratio, 3)})
 
 
 if __name__ == "__main__":

@@ -134,7 +134,7 @@ def plan_command(
     ] = None,
     cpu_ms_per_step: Annotated[
         float,
-        typer.Option(min=1, help="CPU per step, ms: browser + pipeline (bench/scale_out.py)"),
+        typer.Option(min=1, help="CPU per step, ms: browser + pipeline (bench/e2e.py scale_out)"),
     ] = 115.0,
     step_wall_ms: Annotated[
         float,

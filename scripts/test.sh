@@ -13,9 +13,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-.venv/bin/ruff check datagen tests bench
-.venv/bin/ruff format --check --quiet datagen tests bench
-.venv/bin/mypy datagen tests
+.venv/bin/ruff check datagen tests bench oracle
+.venv/bin/ruff format --check --quiet datagen tests bench oracle
+.venv/bin/mypy datagen tests oracle
 default=(-m "not slow and not soak")
 for arg in "$@"; do
   case "$arg" in

@@ -35,7 +35,7 @@ from datagen.engine.sim.protocol import ChatBody, measure
 
 # Measured on this project's 2-vCPU machine (docs/benchmarks.md): CPU per step of our browser
 # loop (Python + Playwright driver + Chromium; bench/browser_loop.py); what the rest of the
-# pipeline adds (grounding, validation, Parquet, Dask: bench/scale_out.py measured 110-123 ms
+# pipeline adds (grounding, validation, Parquet, Dask: bench/e2e.py --part scale_out measured 110-123 ms
 # of machine CPU per step in all); and a session's wall time per step (4 sessions on one worker
 # made 12.3-12.6 steps/s: ~320 ms a step each, settle_ms 120 included).
 BROWSER_CPU_MS = 88.0

@@ -7,7 +7,7 @@ of requests in flight; the peers lost throughput to a library's default cap of 1
 Keep-alive expires under vLLM's 5 s, so pooled sockets don't race server closes.
 
 aiohttp replaced httpx here because httpcore's pool scans every connection on every request:
-12.6 ms of CPU per request with 1,000 open connections, measured by `bench/engine_util.py`.
+12.6 ms of CPU per request with 1,000 open connections, measured by `bench/engine.py util`.
 
 What is actually sent is bounded by `gate`, a PriorityGate. Its limit is either fixed or steered
 by an InFlightController from the server's /metrics (`control()`). Retries cover connection

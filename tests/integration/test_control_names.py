@@ -1,5 +1,5 @@
 """Issue 24 on real Chromium: every control a user can click gets a row at step 0, and every
-name is true. Judged by the independent oracle in bench/oracle.py (its own Playwright code:
+name is true. Judged by the independent oracle in oracle/ (its own Playwright code:
 real clicks whose composed path says what they reach, role queries and CDP listener lists for
 what the annotation missed, the page author's `data-gt*` ground truth), never datagen's scan.
 
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from bench import oracle
+import oracle
 from bench.grounding import RECALL_TARGETS, control_pages, observe_and_judge, page_url
 from datagen.annotate.describe import describe
 from datagen.browser.host import BrowserHost

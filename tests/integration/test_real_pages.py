@@ -1,5 +1,5 @@
 """Grounding on pages written the way real web apps are (tests/fixtures/pages/real), judged by
-the independent oracle in bench/oracle.py: its own Playwright code and real clicks, never
+the independent oracle in oracle/: its own Playwright code and real clicks, never
 datagen's element scan. Each page test observes once, as the pipeline does, and judges at once.
 
 The oracle's own tests (annotation complete, the page untouched by judging, wrong rows caught)
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from playwright.async_api import Page
 
-from bench import oracle
+import oracle
 from bench.grounding import RECALL_TARGETS, observe_and_judge, real_pages
 from datagen.browser.host import BrowserHost
 from datagen.source.serve import SiteServer

@@ -1,10 +1,10 @@
-"""The end-to-end bench's own arithmetic (bench/e2e_engine.py): what it reads from the stand-in's
+"""The end-to-end bench's own arithmetic (bench/engine.py): what it reads from the stand-in's
 /metrics, the busy window it averages over, and the request mix it replays. No browser, no
 cluster, no stand-in: the bench itself is run by hand (docs/benchmarks.md)."""
 
 from __future__ import annotations
 
-from bench.e2e_engine import Sampler, body_of, in_flight_of, mix_of, synthetic_image
+from bench.engine import Sampler, body_of, in_flight_of, mix_of, synthetic_image
 
 METRICS = """# HELP vllm:num_requests_running Number of requests running.
 vllm:num_requests_running{engine="0",model_name="datagen-sim"} 3.0

@@ -1,4 +1,4 @@
-"""bench/loop_parts.py: processes classified by Chromium's --type, and its arguments."""
+"""bench/browser_loop.py --variants: processes classified by Chromium's --type, and its arguments."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 import psutil
 import pytest
 
-from bench.loop_parts import VARIANTS, cpu_by_type, parse_args
+from bench.browser_loop import VARIANTS, cpu_by_type, parse_args
 
 BUSY = "import sys, time\nt = time.process_time()\nwhile time.process_time() - t < 0.2: pass\ntime.sleep(30)"
 
@@ -43,8 +43,10 @@ def _wait_for_cpu(me: psutil.Process) -> dict[str, float]:
     return cpu_by_type(me)
 
 
-def test_every_variant_by_default_and_bad_counts_refused() -> None:
-    assert parse_args([]).variants == list(VARIANTS)
+def test_variants_named_or_all_and_bad_counts_refused() -> None:
+    assert parse_args([]).variants == []
+    assert parse_args(["--variants", "all"]).variants == list(VARIANTS)
+    assert parse_args(["--variants", "record"]).variants == ["record"]
     with pytest.raises(SystemExit):
         parse_args(["--rounds", "0"])
     with pytest.raises(SystemExit):

@@ -1,9 +1,8 @@
-"""bench/loop_soak.py: how a soak's rounds become first/last-quarter figures and the verdict."""
+"""bench/browser_loop.py --soak: how a soak's rounds become first/last-quarter figures and the verdict."""
 
 from __future__ import annotations
 
-from bench.browser_loop import Cpu, RoundResult
-from bench.loop_soak import Drift, is_flat
+from bench.browser_loop import Cpu, Drift, RoundResult, is_flat
 
 
 def rounds(cpu_ms: list[float], steps: int = 100, wall_s: float = 10.0) -> list[RoundResult]:
