@@ -66,7 +66,8 @@ def _commands(text: str) -> list[list[str]]:
             line = line.split("  #", 1)[0].strip()
             if "datagen " not in line or line.startswith("bash "):
                 continue
-            args = shlex.split(line[line.index("datagen ") :])[1:]
+            words = shlex.split(line[line.index("datagen ") :])[1:]
+            args = [w.strip("[]") for w in words]  # `[--check]`: an optional flag
             found.append(args)
     return found
 
