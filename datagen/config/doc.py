@@ -299,6 +299,9 @@ def outputs() -> dict[Path, str]:
 def main(argv: list[str]) -> int:
     """Write both files, or with --check say which one is stale (exit 1)."""
     check = "--check" in argv
+    if not (REPO / "pyproject.toml").is_file():  # an installed wheel has no docs/ to write
+        print(f"{REPO} is not a clone of datagen. fix: run `{FIX}` in a clone of the repository")
+        return 2
     stale = []
     for path, text in outputs().items():
         current = path.read_text() if path.is_file() else None
