@@ -7,7 +7,8 @@ its settings from here, and nothing here imports a stage.
 One module per part of the file: `sources`, `browser`, `policy` (and the model roles), `engine`
 and `sim` (the stand-in), `stages` (annotation, validation), `run` (output, cluster, run),
 `pipeline` (the whole file and its run id), `roles` (the model roles' names), `load`; `base` holds the section base and the
-output-neutral mark, `urls` and `allow` the address parsers.
+output-neutral mark, `urls` and `allow` the address parsers; `doc` writes the reference
+(docs/config.md) and the JSON Schema (schemas/pipeline.schema.json) from these models.
 """
 
 from datagen.config.admission import AdmissionConfig

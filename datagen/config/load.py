@@ -354,7 +354,7 @@ def _fix(err: Any, loc: tuple[int | str, ...], where: str) -> str:
     message = str(err["msg"])
     if "; " in message:  # "what is wrong; what to write" (the validators' own convention)
         return message.rsplit("; ", 1)[1]
-    return f"change {where}{described or ' (see the pipeline reference in the README)'}"
+    return f"change {where}{described or ' (every key: docs/config.md)'}"
 
 
 def _field(loc: tuple[int | str, ...]) -> Any:

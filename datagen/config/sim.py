@@ -135,7 +135,9 @@ class SimConfig(BaseModel):
     served_model_name: str = Field(
         "datagen-sim", description="model id served (never a real model's)"
     )
-    max_model_len: int = Field(32768, ge=256)
+    max_model_len: int = Field(
+        32768, ge=256, description="context length: a longer prompt gets vLLM's 400 answer"
+    )
     max_num_seqs: int = Field(
         128, ge=1, description="requests running at once; the rest wait", json_schema_extra=NEUTRAL
     )
@@ -143,14 +145,21 @@ class SimConfig(BaseModel):
         8192, ge=64, description="token budget per engine step", json_schema_extra=NEUTRAL
     )
     limit_images: int = Field(999, ge=0, description="--limit-mm-per-prompt image count")
-    max_num_tiles: int = Field(12, ge=1, le=40)
+    max_num_tiles: int = Field(
+        12,
+        ge=1,
+        le=40,
+        description="tiles per image at most (a request's mm_processor_kwargs.max_num_tiles wins)",
+    )
     api_key: str | None = Field(
         None,
         description="require `Authorization: Bearer <key>` on /v1/*",
         json_schema_extra=NEUTRAL,
     )
     # timing model: t_step = t_fixed + a·n_decode + b·prefill_tokens + c·tiles, divided by speed
-    t_fixed_ms: float = Field(8.2, ge=0, json_schema_extra=NEUTRAL)
+    t_fixed_ms: float = Field(
+        8.2, ge=0, description="fixed cost of one engine step", json_schema_extra=NEUTRAL
+    )
     per_seq_ms: float = Field(
         0.03, ge=0, description="a: per decoding sequence", json_schema_extra=NEUTRAL
     )
@@ -173,15 +182,24 @@ class SimConfig(BaseModel):
         json_schema_extra=NEUTRAL,
     )
     # memory model (spec §1.4): KV per token and Mamba state per sequence, against a pool
-    pool_gib: float = Field(38.0, gt=0, json_schema_extra=NEUTRAL)
+    pool_gib: float = Field(
+        38.0, gt=0, description="GPU memory for KV cache and state", json_schema_extra=NEUTRAL
+    )
     admit_when_fits: bool = Field(
         False,
         description="admit a waiting request only while the pool holds its state and first "
         "chunk, as vLLM's scheduler does (the fitted calibrations); false: admit, preempt later",
         json_schema_extra=NEUTRAL,
     )
-    kv_bytes_per_token: int = Field(24 * 1024, ge=0, json_schema_extra=NEUTRAL)
-    state_bytes_per_seq: int = Field(142 * 1024 * 1024, ge=0, json_schema_extra=NEUTRAL)
+    kv_bytes_per_token: int = Field(
+        24 * 1024, ge=0, description="KV cache per token held", json_schema_extra=NEUTRAL
+    )
+    state_bytes_per_seq: int = Field(
+        142 * 1024 * 1024,
+        ge=0,
+        description="SSM state per running sequence",
+        json_schema_extra=NEUTRAL,
+    )
     prefix_caching: bool = Field(
         True,
         description="count a prompt whose first message repeats an earlier one's as prefix-cache "
@@ -190,7 +208,7 @@ class SimConfig(BaseModel):
         json_schema_extra=NEUTRAL,
     )
     # answers
-    seed: int = 0
+    seed: int = Field(0, description="seed of the answers and faults")
     click_bias: float = Field(0.6, ge=0, le=1, description="chance an action union picks a click")
     fixed_point: tuple[int, int] | None = Field(
         None, description="answer this x, y for every point"
@@ -213,7 +231,9 @@ class SimConfig(BaseModel):
         description="share of requests delayed by slow_seconds",
         json_schema_extra=NEUTRAL,
     )
-    slow_seconds: float = Field(2.0, ge=0, json_schema_extra=NEUTRAL)
+    slow_seconds: float = Field(
+        2.0, ge=0, description="delay of a slow request", json_schema_extra=NEUTRAL
+    )
     malformed_rate: float = Field(
         0.0, ge=0, le=1, description="share of answers that break their schema"
     )
