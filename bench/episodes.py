@@ -52,11 +52,11 @@ from bench.grounding import (
     recall_cells,
     recall_rows,
 )
-from bench.harness import DEMO, PAGES, Row, parser, print_table, shard_context, write_json
+from bench.harness import DEMO, PAGES, Row, parser, print_table, write_json
 from datagen.browser.host import BrowserHost
 from datagen.browser.session import Session
 from datagen.config import BrowserConfig, PipelineConfig, load_pipeline, parse_pipeline
-from datagen.pipeline import EpisodeOutcome, run_episode
+from datagen.pipeline import EpisodeOutcome, LocalRunner
 from datagen.records import GroundingRow, Observation, TaskSpec
 from datagen.source.readers import BUNDLED_SITES, read_sites
 from datagen.source.serve import SiteServer
@@ -443,7 +443,7 @@ async def run_bench(args: argparse.Namespace) -> tuple[list[EpisodeResult], str]
         config = pipeline_config(Path(tmp), fixtures.origin, args.steps)
         host = JudgingHost(config.browser)
         await host.start()
-        ctx = shard_context(config, host, Path(tmp) / "out")
+        local = LocalRunner(config, run_id="bench", host=host)  # the host stays ours
         try:
             for name in pages:
                 url = page_url(fixtures.base_url, name)
@@ -454,7 +454,7 @@ async def run_bench(args: argparse.Namespace) -> tuple[list[EpisodeResult], str]
                 for seed in range(args.seeds):
                     host.observed, host.discover = [], name in UNANNOTATED
                     started = time.perf_counter()
-                    outcome = await run_episode(task, seed, ctx)
+                    outcome = await local.episode(task, seed)
                     result = join(name, seed, url, outcome, host.observed)
                     result.seconds = round(time.perf_counter() - started, 1)
                     episodes.append(result)
@@ -489,16 +489,15 @@ async def add_one(episodes: int, task_ids: list[str]) -> dict[str, dict[str, flo
     with tempfile.TemporaryDirectory() as tmp, SiteServer(BUNDLED_SITES) as sites:
         config = load_pipeline(DEMO, output=str(Path(tmp) / "out"))
         tasks = [t for t in read_sites(BUNDLED_SITES) if t.id in task_ids]
-        host = BrowserHost(config.browser, allow=[sites.origin])
-        await host.start()
-        ctx = shard_context(config, host, Path(tmp) / "out", sites.resolve)
         out: dict[str, dict[str, float]] = {}
-        try:
+        async with LocalRunner(
+            config, run_id="bench-add-one", allow=[sites.origin], resolve_url=sites.resolve
+        ) as local:
             for task in tasks:
                 solved = left_typed = coords = steps = 0
                 started = time.perf_counter()
                 for repeat in range(episodes):
-                    outcome = await run_episode(task, repeat, ctx)
+                    outcome = await local.episode(task, repeat)
                     ok = bool(outcome.episode and outcome.episode.success)
                     solved, left_typed = solved + ok, left_typed + unsubmitted(outcome)
                     steps += len(outcome.steps)
@@ -509,8 +508,6 @@ async def add_one(episodes: int, task_ids: list[str]) -> dict[str, dict[str, flo
                     "typed_not_completed": left_typed, "steps": steps, "coordinate_descriptions": coords,
                     "seconds": round(time.perf_counter() - started, 1),
                 }  # fmt: skip
-        finally:
-            await host.close()
     for task_id, f in out.items():
         print(
             f"{task_id}: solved {f['solved']:.0f}/{f['episodes']:.0f} ({f['solved_share']:.1%}); "

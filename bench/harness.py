@@ -16,7 +16,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,11 +26,8 @@ import psutil
 import pyarrow.dataset as ds
 import yaml
 
-from datagen.browser.host import BrowserHost
-from datagen.config import PipelineConfig, SimConfig
+from datagen.config import SimConfig
 from datagen.engine.sim.server import free_port
-from datagen.pipeline import ShardContext
-from datagen.sink.storage import LocalStorage
 from datagen.source.readers import BUNDLED_SITES, read_sites
 
 REPO = Path(__file__).resolve().parents[1]
@@ -201,23 +197,6 @@ def conditions_line(c: dict[str, Any]) -> str:
 
 
 # ----------------------------------------------------------------------- a shard, a datagen run
-
-
-def shard_context(
-    config: PipelineConfig,
-    host: BrowserHost,
-    out: Path,
-    resolve_url: Callable[[str], str] | None = None,
-) -> ShardContext:
-    """A shard's surroundings for a bench that runs episodes in its own process (no Dask, no
-    engine, no host limits): the one place a bench builds a `ShardContext`."""
-    return ShardContext(
-        config=config,
-        run_id="bench",
-        host=host,
-        storage=LocalStorage(out),
-        resolve_url=resolve_url or (lambda url: url),
-    )
 
 
 def write_pipeline(folder: Path, name: str, spec: dict[str, Any]) -> Path:
