@@ -261,7 +261,8 @@ def part_naive(a: argparse.Namespace) -> dict[str, Any]:
     naive_column = result["naive"] | {"episodes_per_s": naive_eps, "steps_per_s": naive_steps}
     naive_column["engine_share"] = naive.engine_s / max(naive.seconds, 1e-9)
     print_runs({"naive": naive_column} | {f"{r['workers']} worker(s)": r for r in runs})
-    print(f"  naive: {conditions_line(naive_conditions)}; {conditions_line(result['conditions'])}")
+    print(f"  naive loop: {conditions_line(naive_conditions)}")
+    print(f"  whole part: {conditions_line(result['conditions'])}")
     return result
 
 

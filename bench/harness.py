@@ -79,11 +79,11 @@ def print_table(rows: list[Row], title: str = "figure") -> None:
 
 
 def print_columns(columns: dict[str, dict[str, Any]]) -> None:
-    """Figures side by side: a column per name (a side, a run), a line per key (floats to 2
-    places; a key a column lacks is blank)."""
+    """Figures side by side: a column per name (a side, a run), a line per key (floats to at
+    most 3 places; a key a column lacks is blank)."""
 
     def cell(v: Any) -> str:
-        return f"{v:.2f}" if isinstance(v, float) else str(v)
+        return f"{v:.3f}".rstrip("0").rstrip(".") if isinstance(v, float) else str(v)
 
     cells = {n: {k: cell(v) for k, v in c.items()} for n, c in columns.items()}
     keys = list(dict.fromkeys(k for c in cells.values() for k in c))
