@@ -50,7 +50,6 @@ from bench.engine import (
     describe,
     mix_of,
     model_gain,
-    named_calibrations,
     shape_of,
 )
 from bench.harness import (
@@ -61,13 +60,14 @@ from bench.harness import (
     StandIn,
     conditions_line,
     parser,
+    print_columns,
     run_datagen,
     table,
     write_json,
     write_pipeline,
     write_tasks,
 )
-from bench.naive import NaiveResult, NaiveTask, run_naive
+from bench.naive import NaiveTask, run_naive
 from datagen.browser.launch import find_executable, launch_options
 from datagen.source.readers import BUNDLED_SITES, list_sites, read_sites
 from datagen.source.serve import SiteServer
@@ -112,8 +112,29 @@ def engine_setting(a: argparse.Namespace) -> str:
     return (
         f"stand-in speed ×{a.speed:g}, {describe(a.calibration)}, max_num_seqs "
         f"{engine_slots(a)}; {a.workers} workers × {a.sessions} sessions, "
-        f"{a.tasks} tasks × max_steps {a.max_steps}"
+        f"{a.tasks} tasks × max_steps {a.max_steps}; admission {a.admission}"
     )
+
+
+RUN_KEYS = ("steps", "ended", "shards", "phase_s", "startup_s", "busy_cores", "code")
+
+
+def print_runs(runs: dict[str, Row]) -> None:
+    """Runs side by side: each one's figures, its `datagen run`'s RUN_KEYS, and then which limit
+    held its sessions in flight, each shard's peak sessions and the reject reasons."""
+    columns = {
+        name: {k: v for k, v in r.items() if not isinstance(v, dict | list)}
+        | {k: r["run"][k] for k in RUN_KEYS if "run" in r}
+        for name, r in runs.items()
+    }
+    print_columns(columns)
+    for name, r in runs.items():
+        if "run" in r:
+            run = r["run"]
+            held_by = run["held_by"] or "no binding-limit line printed"
+            print(
+                f"  {name}: {held_by}; peak sessions {run['peak_sessions']}, rejects {run['rejects'] or 'none'}"
+            )
 
 
 # ----------------------------------------------------------------------- part 1
@@ -165,18 +186,7 @@ def part_utilisation(a: argparse.Namespace) -> dict[str, Any]:
         f"O {maximum.completion_tokens:.0f} tokens a request, errors {maximum.errors}; "
         f"utilisation is against the higher, {ceiling:.2f}"
     )
-    for r in runs:
-        run = r["run"]
-        print(
-            f"  tasks/shard {r['tasks_per_shard']:3d}: {r['achieved_rps']:.2f} req/s over "
-            f"{r['window_s']:.1f} s ({r['completed']} requests) = utilisation {r['utilisation']:.3f}; "
-            f"in flight {r['mean_in_flight']:.1f} of {capacity} slots = {r['in_flight_ratio']:.3f}, "
-            f"{r['in_flight_ratio_before_tail']:.3f} before the last episode's length of tail "
-            f"(episodes' time waiting for the model: {r['model_share']:.3f}); "
-            f"{run['steps']} steps, {run['ended']} episodes ended, {run['shards']} shards, "
-            f"{run['busy_cores']:.2f} cores busy, exit {run['code']}"
-        )
-        print(f"    admission {a.admission}; {run['held_by'] or 'no binding-limit line printed'}")
+    print_runs({f"{r['tasks_per_shard']} tasks/shard": r for r in runs})
     print(f"  {conditions_line(result['conditions'])}")
     return result
 
@@ -213,10 +223,8 @@ def part_naive(a: argparse.Namespace) -> dict[str, Any]:
     published calibration; the naive loop runs last, alone, on the same stand-in."""
     capacity = max(a.naive_workers) * a.sessions
     cond = Conditions()
-    runs: list[Row] = []
     with StandIn(capacity, a.speed, a.calibration, a.sim_arg) as sim, tempfile.TemporaryDirectory() as tmp:  # fmt: skip
-        for workers in a.naive_workers:
-            runs.append(datagen_against_naive(a, sim, Path(tmp) / f"w{workers}", workers))
+        runs = [datagen_against_naive(a, sim, Path(tmp) / f"w{w}", w) for w in a.naive_workers]
         with SiteServer(BUNDLED_SITES) as server:
             naive_cond = Conditions()
             exe = find_executable(None, None)
@@ -249,30 +257,13 @@ def part_naive(a: argparse.Namespace) -> dict[str, Any]:
         "share_of_ideal": runs[-1]["share_of_ideal"], "best_ratio": best["ratio_episodes"],
         "conditions": cond.end(),
     }  # fmt: skip
-    print_naive(result, naive, naive_eps, naive_steps)
-    return result
-
-
-def print_naive(result: dict[str, Any], naive: NaiveResult, eps: float, steps: float) -> None:
     print(f"naive: {result['setting']}")
-    print(
-        f"  naive (bench/naive.py, no datagen code): {naive.episodes} episodes, {naive.steps} steps "
-        f"in {naive.seconds:.1f} s = {eps:.3f} episodes/s, {steps:.2f} steps/s, "
-        f"{naive.engine_s / max(naive.seconds, 1e-9):.0%} of its time waiting for the model, "
-        f"errors {naive.errors}; {conditions_line(result['naive_conditions'])}"
-    )
-    for r in result["runs"]:
-        run = r["run"]
-        print(
-            f"  datagen {r['workers']} worker(s) × {r['sessions'] // r['workers']} sessions: "
-            f"{run['ended']} episodes, {run['steps']} steps in {run['phase_s']:.1f} s = "
-            f"{r['episodes_per_s']:.3f} episodes/s; datagen ÷ naive {r['ratio_episodes']:.2f} "
-            f"(steps {r['ratio_steps']:.2f}); engine model's gain at {r['sessions']} in flight "
-            f"{r['ideal_gain']:.1f} (achieved {r['share_of_ideal']:.2f} of it); cores allow "
-            f"{r['cores_gain']:.1f}; in flight {r['mean_in_flight']:.1f} ÷ {r['sessions']} "
-            f"sessions = {r['in_flight_ratio']:.2f}; {run['busy_cores']:.2f} cores busy"
-        )
-    print(f"  {conditions_line(result['conditions'])}")
+    naive_column = result["naive"] | {"episodes_per_s": naive_eps, "steps_per_s": naive_steps}
+    naive_column["engine_share"] = naive.engine_s / max(naive.seconds, 1e-9)
+    print_runs({"naive": naive_column} | {f"{r['workers']} worker(s)": r for r in runs})
+    print(f"  naive loop: {conditions_line(naive_conditions)}")
+    print(f"  whole part: {conditions_line(result['conditions'])}")
+    return result
 
 
 # ----------------------------------------------------------------------- part 3
@@ -341,17 +332,6 @@ async def bare_rounds(
             await side.close()
 
 
-def print_cpu(ours: dict[str, float], steps: int, bare: dict[str, float], bare_steps: int) -> None:
-    """CPU ms a step by kind of process: the pipeline (browsers up → exit) against the bare
-    loop on the same episodes. On a machine whose cores are all busy, this is the gap."""
-    print("    CPU a step by process (pipeline: browsers up → exit; bare: the matched round):")
-    per = {k: 1000 * v / steps for k, v in ours.items()}
-    per_bare = {k: 1000 * v / bare_steps for k, v in bare.items()}
-    for name in sorted(set(per) | set(per_bare), key=lambda k: -per.get(k, 0.0)):
-        print(f"      {per.get(name, 0.0):6.1f} ms  bare {per_bare.get(name, 0.0):6.1f} ms  {name}")
-    print(f"      {sum(per.values()):6.1f} ms  bare {sum(per_bare.values()):6.1f} ms  in all")
-
-
 def part_pipeline(a: argparse.Namespace) -> dict[str, Any]:
     demo = yaml.safe_load(DEMO.read_text())
     sessions = demo["cluster"]["workers"] * demo["cluster"]["sessions_per_worker"]
@@ -387,29 +367,24 @@ def part_pipeline(a: argparse.Namespace) -> dict[str, Any]:
               "setting": f"pipelines/demo.yaml; bare loop {sessions} sessions on one browser, settle_ms 0"}  # fmt: skip
     print(f"pipeline: {result['setting']}")
     for i, r in enumerate(rounds):
-        run = r["run"]
-        print(
-            f"  round {i}: pipeline {run['steps']} steps in {run['phase_s']:.1f} s = "
-            f"{run['steps'] / run['phase_s']:.2f} steps/s (start-up {run['startup_s']:.1f} s, "
-            f"{run['busy_cores']:.2f} cores busy)"
+        run, bare, parts = r["run"], r["bare"], r["breakdown"]
+        mine = {"steps_per_s": run["steps"] / run["phase_s"], "run": run}
+        print_runs({f"round {i} pipeline": mine} | {f"bare, {k}": b for k, b in bare.items()})
+        # CPU ms a step by process (pipeline: browsers up → exit; bare: its matched round): on
+        # a machine whose cores are all busy, this is the gap
+        matched = bare["matched"]
+        cpu = {"pipeline": (run["cpu"], run["steps"]), "bare": (matched["cpu"], matched["steps"])}
+        per_step = {
+            n: {k: 1000 * v / n_steps for k, v in c.items()} for n, (c, n_steps) in cpu.items()
+        }
+        print_columns(
+            {f"CPU ms a step, {n}": c | {"in all": sum(c.values())} for n, c in per_step.items()}
         )
-        for kind, b in r["bare"].items():
-            print(
-                f"    bare, {kind:7}: {b['episodes']} episodes, {b['steps']} steps = {b['steps_per_s']:.2f} "
-                f"steps/s, {b['cpu_ms_per_step']:.0f} ms CPU a step (others {b['others_cores']:.2f} cores); "
-                f"ratio {b['ratio']:.2f}"
-            )
-        print_cpu(
-            run["cpu"], run["steps"], r["bare"]["matched"]["cpu"], r["bare"]["matched"]["steps"]
-        )
-        parts, steps = r["breakdown"], run["steps"]
-        slots = parts["slots"]
-        print(f"    session time: {slots:.1f} session-s = {1000 * slots / steps:.0f} ms per step")
-        for key, what in PARTS_OF_TIME.items():
-            seconds = parts[key]
-            print(
-                f"    {seconds / slots:6.1%} {1000 * seconds / steps:6.0f} ms/step  {key:8} {what}"
-            )
+        slots, steps = parts["slots"], run["steps"]
+        print(f"  session time: {slots:.1f} session-s = {1000 * slots / steps:.0f} ms per step")
+        share = {"share": {k: parts[k] / slots for k in PARTS_OF_TIME}}
+        print_columns(share | {"ms a step": {k: 1000 * parts[k] / steps for k in PARTS_OF_TIME}})
+    print("\n".join(f"  {key}: {what}" for key, what in PARTS_OF_TIME.items()))
     print(
         f"  ratio steps/s (pipeline ÷ bare on the pipeline's episodes): {result['ratio']:.2f}; "
         f"÷ bare on {a.bare_episodes} × 5 episodes of {demo['run']['max_steps']} steps: {result['ratio_fixed']:.2f}"
@@ -452,15 +427,8 @@ def part_admission(a: argparse.Namespace) -> dict[str, Any]:
                  "observe_work_p50_ms": round(statistics.median(work)) if work else 0,
                  "observe_work_p95_ms": round(percentile(work, 0.95)), "conditions": cond.end()}  # fmt: skip
             rounds.append(r)
-            print(
-                f"{control:8s} observe p50 {r['observe_p50_ms']} ms / p95 {r['observe_p95_ms']} ms "
-                f"(own work {r['observe_work_p50_ms']} / {r['observe_work_p95_ms']}), "
-                f"{r['episodes_per_s']:.2f} episodes/s, {r['steps_per_s']:.1f} steps/s over "
-                f"{run.phase_s:.0f} s, {run.busy_cores:.2f} cores busy; {run.held_by or '-'}; "
-                f"{run.episodes} episodes, peak sessions {run.peak_sessions}, rejects "
-                f"{run.rejects or 'none'}; {conditions_line(r['conditions'])}",
-                flush=True,
-            )
+    print_runs({r["control"]: r for r in rounds})
+    print("\n".join(f"  {r['control']}: {conditions_line(r['conditions'])}" for r in rounds))
     return {"rounds": rounds}
 
 
@@ -486,12 +454,7 @@ def part_scale_out(a: argparse.Namespace) -> dict[str, Any]:
                 runs.append({"workers": workers, "steps": run.steps, "startup_s": run.startup_s,
                              "shard_phase_s": run.phase_s, "steps_per_s": round(rate, 2), "cores_busy": run.busy_cores,
                              "steps_per_core_s": round(rate / max(run.busy_cores, 1e-6), 2)})  # fmt: skip
-                print(
-                    f"{workers} worker(s): {run.steps} steps in {run.phase_s:.1f} s = {rate:.2f} "
-                    f"steps/s, {run.busy_cores:.2f} cores busy = {runs[-1]['steps_per_core_s']:.2f} "
-                    f"steps per core-second (start-up {run.startup_s:.1f} s)",
-                    flush=True,
-                )
+    print_columns({f"{r['workers']} worker(s), round {i // 2}": r for i, r in enumerate(runs)})
     by = {w: statistics.mean(r["steps_per_s"] for r in runs if r["workers"] == w) for w in (1, 2)}
     ratio = by[2] / by[1]
     print(f"ratio steps/s (2 workers / 1 worker): {ratio:.2f} on {os.cpu_count()} cores")
@@ -521,7 +484,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--calibration",
         default="auto",
         help="linear | standin (applied by the bench) | a name the stand-in knows (`datagen engine "
-        f"sim --calibration`); auto: {PREFERRED} if the stand-in has it, else linear",
+        f"sim --calibration`); auto: {PREFERRED}",
     )
     p.add_argument("--sim-arg", action="append", default=[], help="extra `datagen engine sim` argument (repeat)")  # fmt: skip
     p.add_argument("--max-seconds", type=float, help="client-alone maximum run (quick 15, full 30)")
@@ -545,7 +508,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         if getattr(a, key) is None:
             setattr(a, key, value)
     if a.calibration == "auto" and set(a.part) & {"utilisation", "naive"}:
-        a.calibration = PREFERRED if named_calibrations() else "linear"
+        a.calibration = PREFERRED
     return a
 
 

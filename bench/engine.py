@@ -21,9 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
-import os
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -34,25 +32,19 @@ from typing import Any
 import httpx
 from PIL import Image
 
-from bench.harness import StandIn, parser, write_json
+from bench.harness import StandIn, parser, print_columns, write_json
 from datagen.config import SimConfig
+from datagen.config.sim import CALIBRATIONS
 from datagen.engine.client import EngineClient
 from datagen.engine.control import InFlightController
 from datagen.engine.profiles import PROFILES, SentImage, encode_screenshot
 from datagen.engine.sim.engine import Shape, saturated_rate, virtual_rate
 
-PREFERRED = "holotron-12b/all-tokens"  # the published linear workload fit, when the stand-in has it
+PREFERRED = "holotron-12b/all-tokens"  # the published linear workload fit (`CALIBRATIONS`)
 PROFILE = PROFILES["holo2_norm1000"]
 HISTORY_IMAGES = 3  # VlmPolicyConfig's default: the mix below assumes it
 POOLS_GIB = (38.0, 3.2, 38.0)
 ANSWER = "The cart shows the yoga mat; the checkout button is at the bottom right. " * 8
-
-
-def named_calibrations() -> bool:
-    """Whether this stand-in takes `--calibration NAME`."""
-    cmd = [sys.executable, "-m", "datagen", "engine", "sim", "--help"]
-    env = {**os.environ, "COLUMNS": "200"}
-    return "--calibration" in subprocess.run(cmd, capture_output=True, text=True, env=env).stdout
 
 
 def describe(name: str) -> str:
@@ -61,12 +53,7 @@ def describe(name: str) -> str:
         return "linear (bench's own: constant 635.4 ms steps, no prefill or per-sequence cost)"
     if name == "standin":
         return "standin (the stand-in's defaults: prefill-bound)"
-    try:
-        from datagen.config.sim import CALIBRATIONS
-
-        return str(CALIBRATIONS[name].line())
-    except (ImportError, KeyError, AttributeError):
-        return name
+    return CALIBRATIONS[name].line() if name in CALIBRATIONS else name
 
 
 def in_flight_of(metrics: str) -> float:
@@ -114,10 +101,7 @@ class Sampler:
         """The busy window, from the first sample with a request at the engine to the last
         completion: (seconds, mean in flight, completed req/s, completed)."""
         s = self.samples
-        bounds = self._bounds()
-        if bounds is None:
-            return 0.0, 0.0, 0.0, 0
-        start, last = bounds
+        start, last = self._bounds() or (0, 0)
         if last <= start:
             return 0.0, 0.0, 0.0, 0
         span = s[last][0] - s[start][0]
@@ -128,10 +112,9 @@ class Sampler:
         """Mean in flight over the busy window less its last `tail_s` (an episode's length:
         from about when the last episode started, the run has fewer left than sessions)."""
         s = self.samples
-        bounds = self._bounds()
-        if bounds is None:
+        start, last = self._bounds() or (0, 0)
+        if last <= start:
             return 0.0
-        start, last = bounds
         cut = s[last][0] - tail_s
         end = max((i for i in range(last + 1) if s[i][0] <= cut), default=0)
         return self._mean_in_flight(start, end)
@@ -377,15 +360,8 @@ def main_util(args: argparse.Namespace) -> None:
     results = []
     for n in args.sessions:
         capacity = args.capacity or min(n, 256)
-        r = util(n, capacity, args.speed, args.seconds, not args.static)
-        results.append(r)
-        print(
-            f"sessions {n:5d}  capacity {capacity:4d}  sustained {r.sustained_rps:7.2f} req/s  "
-            f"max {r.theoretical_rps:7.2f} req/s  utilisation {r.utilisation:.3f}  "
-            f"client CPU {r.client_cpu_ms_per_request:.2f} ms/request  "
-            f"(P {r.mean_prompt_tokens:.0f}, O {r.mean_completion_tokens:.0f} tokens, errors {r.errors})",
-            flush=True,
-        )  # fmt: skip
+        results.append(util(n, capacity, args.speed, args.seconds, not args.static))
+    print_columns({f"{r.sessions} sessions": asdict(r) for r in results})
     write_json(args.json, [asdict(r) for r in results])
 
 
@@ -442,13 +418,8 @@ def main_adaptive(args: argparse.Namespace) -> None:
                 one_run(sim.url, cap, args.sessions, args.phase_seconds, args.warm_seconds)
             )
         runs.append(run)
-        phases = "  ".join(f"{r:6.2f}" for r in run.per_phase_rps)
-        print(
-            f"cap {run.cap:>8}  req/s by phase (pool {'/'.join(f'{p:g}' for p in POOLS_GIB)} GiB) "
-            f"{phases}  overall {run.overall_rps:6.2f}  p50 {run.p50_ms:7.0f} ms  "
-            f"p95 {run.p95_ms:7.0f} ms  limit at phase ends {run.limits}  errors {run.errors}",
-            flush=True,
-        )
+    print(f"req/s by phase: pool {'/'.join(f'{p:g}' for p in POOLS_GIB)} GiB")
+    print_columns({f"cap {r.cap}": asdict(r) for r in runs})
     static, adaptive = [r for r in runs if r.cap != "adaptive"], runs[-1]
     if static:
         best = max(static, key=lambda r: r.overall_rps)

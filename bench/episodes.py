@@ -52,7 +52,7 @@ from bench.grounding import (
     recall_cells,
     recall_rows,
 )
-from bench.harness import DEMO, PAGES, Row, parser, print_table, write_json
+from bench.harness import DEMO, PAGES, Row, parser, print_columns, print_table, write_json
 from datagen.browser.host import BrowserHost
 from datagen.browser.session import Session
 from datagen.config import BrowserConfig, PipelineConfig, load_pipeline, parse_pipeline
@@ -316,10 +316,8 @@ def _row_keys(rows: list[GroundingRow]) -> list[tuple[str, tuple[float, ...]]]:
 def figures(episodes: list[EpisodeResult]) -> dict[str, Any]:
     """Recorded steps of some episodes together (one page, or all)."""
     steps = [s for e in episodes for s in e.steps]
-    t = Tally.sum([s.tally for s in steps if s.tally is not None])
-    dropped: Counter[str] = Counter()
-    for e in episodes:
-        dropped.update(e.dropped)
+    t = sum((s.tally for s in steps if s.tally is not None), Tally())
+    dropped = sum((Counter(e.dropped) for e in episodes), Counter[str]())
     return asdict(t) | {
         "episodes": len(episodes), "steps": len(steps), "judged": t.observations,
         "precision": t.precision, "recall": t.ratios(), "met": t.met(),
@@ -508,12 +506,7 @@ async def add_one(episodes: int, task_ids: list[str]) -> dict[str, dict[str, flo
                     "typed_not_completed": left_typed, "steps": steps, "coordinate_descriptions": coords,
                     "seconds": round(time.perf_counter() - started, 1),
                 }  # fmt: skip
-    for task_id, f in out.items():
-        print(
-            f"{task_id}: solved {f['solved']:.0f}/{f['episodes']:.0f} ({f['solved_share']:.1%}); "
-            f"typed and not completed {f['typed_not_completed']:.0f}; coordinate descriptions "
-            f"{f['coordinate_descriptions']:.0f}/{f['steps']:.0f} steps"
-        )
+    print_columns(out)
     solved, total = (sum(int(f[k]) for f in out.values()) for k in ("solved", "episodes"))
     print(f"all add-one tasks: solved {solved}/{total} ({solved / max(1, total):.1%})")
     return out
@@ -523,7 +516,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = parser(__doc__)
     p.add_argument("--seeds", type=int, default=None, help="episodes per page or task (default 2; --add-one 20)")  # fmt: skip
     p.add_argument("--steps", type=int, default=10, help="run.max_steps (default 10)")
-    p.add_argument("--pages", nargs="*", default=None, help="fixture page file names (default all)")
+    pages = [*real_pages(), *control_pages(), *UNANNOTATED]
+    p.add_argument(
+        "--pages", nargs="*", choices=pages, help="fixture page file names (default all)"
+    )
     p.add_argument("--quiet", action="store_true", help="no per-step misses and wrong rows")
     p.add_argument("--add-one", action="store_true", help="the demo's add-one tasks, solved or not")
     p.add_argument("--tasks", nargs="*", default=list(ADD_ONE), help="--add-one's task ids")
@@ -531,10 +527,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.seeds = args.seeds if args.seeds is not None else (20 if args.add_one else 2)
     if args.seeds < 1 or args.steps < 1:
         p.error("--seeds and --steps must be at least 1")
-    known = [*real_pages(), *control_pages(), *UNANNOTATED]
-    unknown = sorted(set(args.pages or []) - set(known))
-    if unknown:
-        p.error(f"unknown pages {unknown}; pages are: {', '.join(known)}")
     return args
 
 

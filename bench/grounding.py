@@ -110,7 +110,7 @@ def coordinate_descriptions(obs: Observation, rows: list[GroundingRow]) -> int:
 
 @dataclass
 class Tally:
-    """The oracle's figures of some judged observations: one (`of`), or a sum (`+`)."""
+    """The oracle's figures of some judged observations: one (`of`), or a sum (`+`, `sum`)."""
 
     observations: int = 0
     rows: int = 0
@@ -150,13 +150,6 @@ class Tally:
             for k in {**mine, **theirs}:
                 pairs = zip(mine.get(k, [0, 0]), theirs.get(k, [0, 0]), strict=True)
                 into[k] = [a + b for a, b in pairs]
-        return total
-
-    @staticmethod
-    def sum(tallies: list[Tally]) -> Tally:
-        total = Tally()
-        for t in tallies:
-            total += t
         return total
 
     @property
@@ -277,7 +270,7 @@ def median(values: list[float]) -> float:
 
 def summarise(results: list[PageResult]) -> dict[str, Any]:
     """All observations together, against the issue's targets (what `python -m bench` reads)."""
-    t = Tally.sum([r.tally for r in results])
+    t = sum((r.tally for r in results), Tally())
     early = sum(r.early for r in results)
     met = t.met() | {"settled": early == 0, "names": t.misnamed_rows == 0}
     met |= {"own row": t.outside_rows == 0, "shown": t.unshown_rows == 0, "one line": t.loose_rows == 0}  # fmt: skip

@@ -78,6 +78,22 @@ def print_table(rows: list[Row], title: str = "figure") -> None:
         print(f"{what:<{width}}  {measured:<28} {goal:<7} {mark}")
 
 
+def print_columns(columns: dict[str, dict[str, Any]]) -> None:
+    """Figures side by side: a column per name (a side, a run), a line per key (floats to at
+    most 3 places; a key a column lacks is blank)."""
+
+    def cell(v: Any) -> str:
+        return f"{v:.3f}".rstrip("0").rstrip(".") if isinstance(v, float) else str(v)
+
+    cells = {n: {k: cell(v) for k, v in c.items()} for n, c in columns.items()}
+    keys = list(dict.fromkeys(k for c in cells.values() for k in c))
+    width = {n: max(len(n), *map(len, c.values())) for n, c in cells.items()}
+    first = max(map(len, keys))
+    print(" " * first + "".join(f"  {n:>{width[n]}}" for n in cells))
+    for k in keys:
+        print(f"{k:<{first}}" + "".join(f"  {c.get(k, ''):>{width[n]}}" for n, c in cells.items()))
+
+
 # ----------------------------------------------------------------------- the machine
 
 

@@ -21,7 +21,7 @@ from contextlib import AsyncExitStack
 
 import psutil
 
-from bench.harness import parser, write_json
+from bench.harness import parser, print_columns, write_json
 from datagen.browser.host import BrowserHost
 from datagen.config import BrowserConfig
 from datagen.source.readers import BUNDLED_SITES, list_sites
@@ -47,27 +47,17 @@ async def measure(counts: list[int]) -> list[dict[str, float]]:
         for n in counts:
             async with AsyncExitStack() as stack:
                 sessions = [await stack.enter_async_context(host.session()) for _ in range(n)]
-                await asyncio.gather(
-                    *(
-                        s.goto(server.resolve(f"site://{sites[i % len(sites)]}/"))
-                        for i, s in enumerate(sessions)
-                    )
-                )
+                urls = [server.resolve(f"site://{sites[i % len(sites)]}/") for i in range(n)]
+                await asyncio.gather(*(s.goto(url) for s, url in zip(sessions, urls, strict=True)))
                 await asyncio.sleep(1.0)  # let renderers settle after load
                 uss, (pss, rss) = host.memory_mb(max_age_s=0), pss_rss_mb(host)
-                out.append(
-                    {
-                        "sessions": n,
-                        "uss_mb": round(uss, 1),
-                        "pss_mb": round(pss, 1),
-                        "rss_mb": round(rss, 1),
-                    }
-                )
-                print(f"{n:3d} sessions open: USS {uss:7.1f} MB   PSS {pss:7.1f} MB   RSS {rss:7.1f} MB", flush=True)  # fmt: skip
+                mb = {"uss_mb": uss, "pss_mb": pss, "rss_mb": rss}
+                out.append({"sessions": n} | {k: round(v, 1) for k, v in mb.items()})
             await asyncio.sleep(1.0)
     finally:
         await host.close()
         server.close()
+    print_columns({f"{r['sessions']:.0f} sessions open": r for r in out})
     return out
 
 

@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from PIL import Image, ImageDraw
 
-from bench.harness import parser, write_json
+from bench.harness import parser, print_columns, write_json
 from datagen.records import GroundingRow, ImageData, ShardResult, StepRow
 from datagen.sink.read import read_committed
 from datagen.sink.schema import TABLES, compression
@@ -202,7 +202,7 @@ def row_groups(output: str, sizes: list[int], repeats: int) -> list[dict[str, An
     with tempfile.TemporaryDirectory(dir=shm if shm.is_dir() else None) as tmp:
         for size in sizes:
             results.append(row_group(table, Path(tmp), size, repeats))
-            print(json.dumps(results[-1]))
+    print_columns({f"{r['row_group_rows']} rows a group": r for r in results})
     return results
 
 
@@ -240,19 +240,15 @@ def main() -> None:
         len(json.dumps({k: v for k, v in d.items() if k != "screenshot"})) for d in step_dicts
     )
     payload = screenshots + other  # the rows' bytes: images, and the rest as compact JSON
-    results = {}
-    for name, (seconds, size) in best.items():
-        mb_s = payload / 1e6 / seconds
-        results[name] = {
-            "seconds": round(seconds, 4),
-            "parquet_mb": round(size / 1e6, 2),
-            "mb_per_s": round(mb_s, 1),
-        }
-        print(
-            f"{name:5} {args.steps} steps + {args.steps * args.grounding} grounding rows "
-            f"({payload / 1e6:.1f} MB): {seconds:.3f} s = {mb_s:6.1f} MB/s, "
-            f"Parquet {size / 1e6:.1f} MB"
-        )
+    print(
+        f"{args.steps} steps + {args.steps * args.grounding} grounding rows, {payload / 1e6:.1f} MB"
+    )
+    results = {
+        name: {"seconds": round(seconds, 4), "parquet_mb": round(size / 1e6, 2)}
+        | {"mb_per_s": round(payload / 1e6 / seconds, 1)}
+        for name, (seconds, size) in best.items()
+    }
+    print_columns(results)
     ratio = results["ours"]["mb_per_s"] / results["bare"]["mb_per_s"]
     print(f"ratio rows MB/s written to Parquet (ours/bare): {ratio:.2f}")
     write_json(args.json, {"results": results, "ratio": round(ratio, 3)})
