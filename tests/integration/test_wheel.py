@@ -118,6 +118,8 @@ def test_the_wheel_carries_the_sites_and_serves_them(fresh: Path) -> None:
     assert out.returncode == 0, out.stderr
     module, sites, names, html = out.stdout.split()
     assert module.startswith(str(fresh)) and sites.startswith(str(fresh)), out.stdout
+    # PEP 561: a user's type checker reads the installed package's annotations
+    assert (Path(module).parent / "py.typed").is_file()
     assert names == "settings,shop,signup,table,todo" and html == "True"
 
 
