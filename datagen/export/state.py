@@ -26,7 +26,7 @@ from pydantic import Field, ValidationError
 from datagen.errors import ExportError
 from datagen.export.split import SplitState
 from datagen.records import Frozen
-from datagen.sink.storage import Storage, read_small
+from datagen.sink.storage import Storage, control_json, read_small
 
 STATE_KEY = "_export.json"
 # About 60 bytes of split decisions per screenshot hash, group and site: 256 MiB holds millions
@@ -108,7 +108,7 @@ def load_state(storage: Storage) -> ExportState | None:
             "fix: export into another folder with --to, or delete that one"
         ) from None
     try:
-        version = json.loads(raw).get("version", 1)
+        version = control_json(raw).get("version", 1)
     except (ValueError, AttributeError):
         version = VERSION  # not JSON, or not an object: the validation below says so
     if version != VERSION:

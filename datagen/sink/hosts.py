@@ -23,7 +23,7 @@ from typing import Any
 
 from datagen.config.hosts import CAUSE_MAX
 from datagen.errors import OutputError
-from datagen.sink.storage import Storage, read_small
+from datagen.sink.storage import Storage, control_json, read_small
 
 log = logging.getLogger(__name__)
 HOSTS_KEY = "_hosts.json"
@@ -51,7 +51,7 @@ def read_hosts(storage: Storage) -> dict[str, dict[str, Any]]:
         return {}
     where = f"{storage.uri.rstrip('/')}/{HOSTS_KEY}"
     try:
-        doc = json.loads(read_small(storage, HOSTS_KEY, HOSTS_MAX_BYTES))
+        doc = control_json(read_small(storage, HOSTS_KEY, HOSTS_MAX_BYTES))
     except (ValueError, OSError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise OutputError(f"{where} is unreadable: {str(exc)[:300]}\n  fix: {FIX}") from None
     return _checked(doc, where)

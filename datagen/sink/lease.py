@@ -34,7 +34,7 @@ import psutil
 
 from datagen.sink.listing import ObjectStat
 from datagen.sink.models import ShardClaim
-from datagen.sink.storage import Storage, read_small
+from datagen.sink.storage import Storage, control_json, read_small
 from datagen.sink.writer import completed_shards
 
 log = logging.getLogger(__name__)
@@ -285,7 +285,7 @@ def parse_holder(raw: bytes) -> Holder:
     """A run lease's body, its types checked (a `pid` of "abc" would fail later, in `alive`,
     outside any guard); ValueError when it is not one `ShardLeases` writes. Keys it does not
     know are left out (another version's lease still names a live run: see `models`)."""
-    data = json.loads(raw)
+    data = control_json(raw)
     names = [f.name for f in fields(Holder)]
     if not isinstance(data, dict) or not set(names) <= set(data):
         raise ValueError("not a run lease's fields")

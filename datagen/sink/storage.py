@@ -10,13 +10,14 @@ Storage.remove_temp(age)     leftovers of writes that were killed (local temp fi
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
 import time
 from pathlib import Path
 from stat import S_ISREG
-from typing import Protocol
+from typing import Any, Protocol
 
 from datagen.config import OutputConfig
 from datagen.sink.listing import ObjectStat
@@ -164,6 +165,15 @@ def read_small(storage: Storage, key: str, limit: int) -> bytes:
         data = storage.get(key)
     _bounded(len(data), limit)
     return data
+
+
+def control_json(raw: bytes) -> Any:
+    """A control file's JSON. ValueError for anything that is not JSON, a document nested
+    deeper than the JSON reader follows (`[[[[…`: a RecursionError there) included."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ValueError("not JSON (nested deeper than a JSON reader follows)") from None
 
 
 def _bounded(size: int, limit: int) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import math
 import re
 import time
@@ -33,7 +32,7 @@ from datagen.errors import OutputError
 from datagen.records import ShardResult
 from datagen.sink.models import Marker, PartFile, RunInfo, to_json
 from datagen.sink.schema import TABLES, arrow_schema, compression, image_columns
-from datagen.sink.storage import Storage, read_small
+from datagen.sink.storage import Storage, control_json, read_small
 from datagen.versions import SCHEMA_VERSION, __version__
 
 RUN_FILE = "_run.json"
@@ -131,8 +130,8 @@ def parse_marker(raw: bytes, shard: int) -> Marker:
     finite and not negative (JSON's `Infinity` and `NaN` are refused) and `written_at` no later
     than now (a clock ahead of this one: now). Raises ValueError saying what is off."""
     try:
-        data = json.loads(raw)
-    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        data = control_json(raw)
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, nesting
         raise ValueError(f"not JSON ({exc})") from None
     if not isinstance(data, dict) or data.get("shard") != shard:
         raise ValueError(f"not the marker of shard {shard}")

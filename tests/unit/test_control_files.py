@@ -251,3 +251,34 @@ def test_a_heartbeat_from_the_future_is_no_heartbeat(tmp_path: Path) -> None:
 def test_a_run_lease_with_a_key_of_another_version_still_names_its_run() -> None:
     body = {"token": "ab", "run_id": "r", "host": "h", "pid": 7, "process_started": 1.5, "new": 1}
     assert parse_holder(json.dumps(body).encode()).pid == 7
+
+
+NESTED = b"[" * 100_000  # deeper than Python's JSON reader follows: a RecursionError there
+
+
+def test_control_files_nested_past_the_json_readers_depth_are_refused_as_bad_json(
+    tmp_path: Path,
+) -> None:
+    """A marker, `_hosts.json`, a lease or `_export.json` of `[[[[…` (small: it passes the
+    size bound) is refused as not JSON like any other bad file, never a RecursionError
+    traceback out of `run`, `inspect` or `export`."""
+    from datagen.errors import ExportError
+    from datagen.export.state import STATE_KEY, load_state
+    from datagen.sink.hosts import HOSTS_KEY, read_hosts
+
+    storage = output(tmp_path)
+    with pytest.raises(ValueError, match="not JSON"):
+        parse_marker(NESTED, 1)
+    storage.put(marker_key(1), NESTED)
+    with pytest.warns(UserWarning, match="shard 1 skipped"):
+        assert [m.shard for m in read_markers(storage)] == [0]
+    storage.put(HOSTS_KEY, b'{"hosts": ' + NESTED)
+    with pytest.raises(OutputError, match="_hosts.json is unreadable.*\n  fix:"):
+        read_hosts(storage)
+    with pytest.raises(ValueError, match="not JSON"):
+        parse_holder(NESTED)
+    storage.put(f"{CLAIMS}/run-{'ef' * 16}.json", NESTED)
+    assert ShardLeases(storage, "r").others() == []
+    storage.put(STATE_KEY, NESTED)
+    with pytest.raises(ExportError, match="fix:"):
+        load_state(storage)
