@@ -217,14 +217,14 @@ def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     decoder = json.JSONDecoder()
     pos = len(text) - len(body) + 1
     lines = Lines(text)
+    expect = "a record or `]`"  # what may come next: JSON's own grammar of an array
     while True:
-        while pos < len(text) and text[pos] in " \t\r\n,":
-            pos += 1
+        pos = _skip_space(text, pos)
         if pos >= len(text):
             raise SourceError(
                 f"{path}:{lines.at(pos)}: the JSON array never closes (no `]`)", fix=JSONL_FIX
             )
-        if text[pos] == "]":
+        if text[pos] == "]" and expect != "a record":
             rest = text[pos + 1 :].strip()
             if rest:
                 where = lines.at(pos + 1 + text[pos + 1 :].index(rest[0]))
@@ -233,6 +233,14 @@ def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                     fix="remove it (a JSON file holds one array)",
                 )
             return
+        if text[pos] == "," and expect == "`,` or `]`":
+            pos, expect = pos + 1, "a record"
+            continue
+        if expect == "`,` or `]`" or text[pos] in ",]":
+            raise SourceError(
+                f"{path}:{lines.at(pos)}: {expect} expected, found {text[pos]!r}",
+                fix="one comma between records, none before the first or after the last",
+            )
         line = lines.at(pos)
         try:
             record, pos = decoder.raw_decode(text, pos)
@@ -251,3 +259,10 @@ def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 f"{path}:{line}: each record must be a JSON object, got {type(record).__name__}"
             )
         yield line, record
+        expect = "`,` or `]`"
+
+
+def _skip_space(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in " \t\r\n":
+        pos += 1
+    return pos

@@ -148,9 +148,13 @@ def test_a_bad_record_is_one_line_naming_it(tmp_path: Path, bad: str, says: str)
         ("]\ngarbage", "bad.json:5: text after the array's closing `]`: 'garbage'"),
         ("] []", "bad.json:4: text after the array's closing `]`: '[]'"),
         ("", "bad.json:4: the JSON array never closes"),
+        (",]", "bad.json:4: a record expected, found ']'"),
+        (",," + RECORD % 2 + "}]", "bad.json:4: a record expected, found ','"),
+        (RECORD % 2 + "}]", "bad.json:4: `,` or `]` expected, found '{"),
     ],
 )
 def test_the_array_ends_with_its_bracket(tmp_path: Path, tail: str, says: str) -> None:
+    """The array's own grammar: one comma between records, `]` and nothing after it."""
     path = tmp_path / "bad.json"
     path.write_text("[\n" + RECORD % 0 + "},\n" + RECORD % 1 + "}\n" + tail)
     with pytest.raises(SourceError) as caught:
@@ -181,3 +185,12 @@ def test_line_numbers_cost_one_pass_over_the_file(
     size = path.stat().st_size
     assert counter.scanned <= size, (counter.scanned, size)
     assert counter.line == 2 + 3 * 19_999  # the last record's first line: 3 lines a record
+
+
+def test_a_comma_before_the_first_record_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text("[,\n" + RECORD % 0 + "}]")
+    with pytest.raises(SourceError, match=r"bad.json:1: a record or `\]` expected, found ','"):
+        read_mind2web(path, {})
+    path.write_text("[ ]")
+    assert read_mind2web(path, {}) == []
