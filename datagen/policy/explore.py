@@ -87,8 +87,8 @@ SELECT_ROLES = {"combobox", "listbox"}
 QUIET_STEPS = 1
 # The words of a button that completes what was typed beside it (its name or text).
 COMPLETING = re.compile(
-    r"^\W*(add|save|submit|create|post|send|go|search|find|ok|done|apply|update|enter|"
-    r"sign in|log in|login|continue|next|reply|comment|subscribe|confirm|\+)\b",
+    r"^\W*(?:(?:add|save|submit|create|post|send|go|search|find|ok|done|apply|update|enter|"
+    r"sign in|log in|login|continue|next|reply|comment|subscribe|confirm)\b|\+)",
     re.IGNORECASE,
 )
 FIELD_WEIGHT = 4  # a page's lone text field, against 1 for any other element (`_pick`)

@@ -1,7 +1,10 @@
 import asyncio
 
+import pytest
+
 from datagen.config import ExplorePolicyConfig
 from datagen.policy import Policy, make_policy
+from datagen.policy.explore import COMPLETING
 from datagen.records import (
     Click,
     Decision,
@@ -254,3 +257,12 @@ def test_a_field_not_typed_into_is_drawn_before_most_of_a_dozen_other_controls()
         ]
         early += 1 in picks
     assert early >= 30  # an unweighted draw of 6 of 13 reaches it about 18 times in 40
+
+
+@pytest.mark.parametrize(
+    ("words", "completes"),
+    [("+", True), ("+ Add", True), ("Add item", True), ("Save", True), ("Addition", False)],
+)
+def test_the_words_of_a_completing_button(words: str, completes: bool) -> None:
+    """A lone "+" is an add button too (the `\\b` after it never matched at the end)."""
+    assert bool(COMPLETING.search(words)) is completes
