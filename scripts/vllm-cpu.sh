@@ -27,6 +27,8 @@ NAME=${VLLM_SERVED_NAME:-tiny-qwen2-vl}
 PYTHON=${PYTHON:-python3.11}
 command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 STAMP=$VENV/.vllm-installed
+# nothing from any hub, for the model's build as for the server
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
 
 install() {
   if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$VLLM_VERSION" ]; then
@@ -54,7 +56,9 @@ install() {
 }
 
 check() {
-  [ -f "$STAMP" ] && "$VENV/bin/python" -c 'import vllm, sys; sys.exit(vllm.__version__ != "'"$VLLM_VERSION"'")' 2>/dev/null
+  # installed (a local tag such as +cpu still counts as the version) and its model built
+  [ -f "$STAMP" ] && [ -f "$MODEL_DIR/.tiny-vlm" ] && "$VENV/bin/python" -c \
+    'import vllm, sys; sys.exit(vllm.__version__.split("+")[0] != "'"$VLLM_VERSION"'")' 2>/dev/null
 }
 
 build_model() {
@@ -74,7 +78,6 @@ build_model
 # shared; pinning OpenMP threads to cores others use slows everyone.
 export VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1}
 export VLLM_CPU_OMP_THREADS_BIND=${VLLM_CPU_OMP_THREADS_BIND:-nobind}
-export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
 # shellcheck disable=SC2086  # VLLM_EXTRA_ARGS is a list of flags
 exec "$VENV/bin/python" -m vllm.entrypoints.openai.api_server \
   --model "$MODEL_DIR" --served-model-name "$NAME" \

@@ -188,9 +188,11 @@ def serve(
         if refused:
             console.print(f"[red]vLLM {found} refuses:[/] {'; '.join(refused)}", soft_wrap=True)
             raise typer.Exit(1)
-        if found.split("+")[0] != vllm_version:
+        if (release := found.split("+")[0]) != vllm_version:  # its own rule, and the fix
             console.print(
-                f"[yellow]checked with vLLM {found}, not --vllm-version {vllm_version}[/]"
+                f"[yellow]checked with vLLM {found}, not --vllm-version {vllm_version}[/]: "
+                f"{prefix_caching_rule(release).why}; fix: --vllm-version {release}",
+                soft_wrap=True,
             )
         console.print(f"vLLM {found} accepts every flag")
     if exec_:

@@ -151,13 +151,13 @@ def test_adaptive_control_reads_the_real_metrics_under_load(real_vllm: RealVllm)
 
 def test_serve_flags_are_accepted_by_the_installed_vllm() -> None:
     reason = installed()
-    if reason:
-        pytest.skip(reason)
-    python = str(ROOT / os.environ.get("VLLM_VENV", ".venv-vllm") / "bin" / "python")
-    result = datagen("engine", "serve", "--check-with", python, timeout=600)
+    python = ROOT / os.environ.get("VLLM_VENV", ".venv-vllm") / "bin" / "python"
+    if reason or not python.exists():  # DATAGEN_VLLM_URL: a server elsewhere, no vLLM here
+        pytest.skip(reason or f"no vLLM here to parse the flags with ({python})")
+    result = datagen("engine", "serve", "--check-with", str(python), timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "accepts every flag" in result.stdout and "--no-enable-prefix-caching" in result.stdout
-    _, refused = check_flags(["vllm", "serve", "m", "--no-such-flag", "1"], python)
+    _, refused = check_flags(["vllm", "serve", "m", "--no-such-flag", "1"], str(python))
     assert refused and "--no-such-flag" in refused[0]  # the check does refuse
 
 
