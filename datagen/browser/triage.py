@@ -82,6 +82,9 @@ def preempting(
     (a shutdown, an interrupt, a crash) fails the shard whatever failed, raising BrowserDied;
     a page stopped above its memory ceiling is rejected for that, whatever failed after."""
     if not host.connected:
+        if not host.stopping:  # a browser that died under us: keep what Playwright saw of it
+            # (its error ends with the browser's own log lines: a crash's signal, say)
+            log.warning("browser closed during task %s: %s", task_id, str(exc)[-3000:])
         # (No `from exc`: Dask cannot pickle Playwright's chained errors, it logs a
         # RecursionError.)
         raise BrowserDied(f"browser closed during task {task_id}: {first_line(exc)}") from None
