@@ -273,7 +273,7 @@ def test_control_files_nested_past_the_json_readers_depth_are_refused_as_bad_jso
     with pytest.warns(UserWarning, match="shard 1 skipped"):
         assert [m.shard for m in read_markers(storage)] == [0]
     storage.put(HOSTS_KEY, b'{"hosts": ' + NESTED)
-    with pytest.raises(OutputError, match="_hosts.json is unreadable.*\n  fix:"):
+    with pytest.raises(OutputError, match=r"_hosts.json is unreadable.*\n  fix:"):
         read_hosts(storage)
     with pytest.raises(ValueError, match="not JSON"):
         parse_holder(NESTED)
