@@ -50,6 +50,7 @@ WATCH_S = 0.25
 # traced again: at once for the main frame, at most this often for subframes (~30 ms a trace).
 REMAP_S = 1.0
 TRACE_TIMEOUT_S = 5.0
+KILL_WAIT_S = 1.0  # a kill waits this long for a trace to end, then for its processes to go
 HEAP_TIMEOUT_S = 2.0  # the fallback's CDP command waits while a script holds the page
 TRACE_CATEGORIES = "-*,disabled-by-default-devtools.timeline"  # holds TracingStartedInBrowser
 MB = 2**20
@@ -182,10 +183,27 @@ class PageMemory:
         """Kill the page's renderers (its memory is given back at once, whatever its main
         thread is doing); with none known, ask Chromium to crash the page."""
         renderers = [p for p in self._renderers if p.is_running()]
-        for process in renderers:
-            with contextlib.suppress(psutil.Error):
-                process.kill()
-        if not renderers:
+        if renderers:
+            # Never while a trace runs, and no trace until they are gone: the browser itself
+            # crashed (crashpad woke) right after such kills, twice in full suites beside a CPU
+            # hog, a trace of another page likely in flight. A trace takes ~30 ms: the kill
+            # waits for one at most KILL_WAIT_S.
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + KILL_WAIT_S
+            while self._traces.locked() and loop.time() < deadline:
+                await asyncio.sleep(0.01)
+            held = not self._traces.locked()  # (no wait_for on acquire: it can leak the lock)
+            if held:
+                await self._traces.acquire()
+            try:
+                for process in renderers:
+                    with contextlib.suppress(psutil.Error):
+                        process.kill()
+                await asyncio.to_thread(psutil.wait_procs, renderers, KILL_WAIT_S)
+            finally:
+                if held:
+                    self._traces.release()
+        else:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.cdp.send("Page.crash"), 2.0)
 
