@@ -122,10 +122,15 @@ def model_description(decision: Decision) -> str | None:
 def element_at(obs: Observation, x_px: float, y_px: float) -> Element | None:
     """The smallest element of the observation whose box holds the point (screenshot px) and
     whose centre a click reaches: what a click there lands on, per the DOM at that moment."""
-    x, y = x_px / obs.device_scale_factor, y_px / obs.device_scale_factor
+    scale = obs.device_scale_factor
+    return element_under(obs.elements, x_px / scale, y_px / scale)
+
+
+def element_under(elements: Sequence[Element], x: float, y: float) -> Element | None:
+    """`element_at` on a list of elements, the point in CSS px (a replay's hit test)."""
     inside = [
         e
-        for e in obs.elements
+        for e in elements
         if e.box.x <= x <= e.box.x + e.box.width and e.box.y <= y <= e.box.y + e.box.height
     ]
     hit = [e for e in inside if e.hit] or inside

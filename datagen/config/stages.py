@@ -76,7 +76,8 @@ class VerifyConfig(Section):
         ge=2,
         le=200,
         description="replays per solved episode at most (each: a fresh context, the start URL, "
-        "some of its actions, the check); past it, the steps not yet tried stay needed",
+        "some of its actions, the check); past it, the steps not yet tried stay needed. One "
+        "more replay, of the minimal path found, takes its screenshots for the task's samples",
     )
     live: list[str] = Field(
         default_factory=list,

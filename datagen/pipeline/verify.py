@@ -4,10 +4,9 @@
         from that recording (recording.py) ─► `needed` on its StepRows, `verification` on its
         EpisodeRow ─► the needed steps replayed once more, observed: `path_*` on those steps
 
-An explore episode that happens to pass its check did much besides the task: most of its
-clicks have nothing to do with it. A sample that pairs the task's instruction with such a click
-teaches a model the wrong thing, so exports give the task's instruction only to the steps shown
-needed here (annotation.verify).
+An explore episode that passes its check did much besides the task; a sample pairing the
+task's instruction with such a click teaches the wrong thing, so exports give the instruction
+only to the steps shown needed here (annotation.verify).
 
 How: the episode's actions that went through (no action error: a step not taken, or one that
 led off the scope and was undone, is left out from the start) are replayed from the start URL
@@ -17,8 +16,8 @@ alone (most explore successes are one click); else all of them (does the success
 all?), then delta debugging (Zeller's ddmin, on complements) drops steps while the check still
 passes. When it ends, every remaining step is needed: leaving any one out fails the check
 (1-minimal). A replay passes only if it stays the episode's trajectory: each click lands on the
-element (role and name) the episode's click landed on, and the site is asked nothing the
-episode did not ask (recording.py): otherwise it diverged, whatever the check says.
+element (role and name) the episode's click landed on, the site is asked nothing the episode
+did not ask (recording.py) and the task's `fail` check never passes: else it diverged.
 
 A replay is an experiment on our side only: its requests are answered from the episode's own
 recorded traffic, GETs it never made go to the network, and any other request is refused unless
@@ -42,7 +41,7 @@ from dataclasses import dataclass, field
 
 from pydantic import TypeAdapter
 
-from datagen.annotate.describe import describe
+from datagen.annotate.describe import describe, element_under
 from datagen.browser.consent import answer_consent
 from datagen.browser.failures import BROWSER_FAILURES, BrowserDied
 from datagen.browser.session import Session
@@ -52,7 +51,7 @@ from datagen.pipeline.context import ShardContext
 from datagen.pipeline.recording import Recording, ReplayRouter, discard_recording
 from datagen.pipeline.rows import EpisodeOutcome
 from datagen.pipeline.straggler import StepClock, StragglerWatch, Straggling
-from datagen.records import Action, Click, Decision, Element, ImageData, RejectReason, TaskSpec
+from datagen.records import Action, Click, Decision, ImageData, RejectReason, TaskSpec
 
 log = logging.getLogger(__name__)
 ACTION: TypeAdapter[Action] = TypeAdapter(Action)
@@ -129,6 +128,8 @@ class Replayer:
                     obs = await session.observe()
                     image = ImageData(bytes=obs.screenshot, path=f"path-final.{obs.image_format}")
                     path.final = (image, obs.url)
+                if await self._failed(session, "after the last step"):
+                    return None
                 if await run_check(session, self.task.check, self.task.id) is not True:
                     return None
                 return None if self._diverged(router) else path
@@ -149,13 +150,16 @@ class Replayer:
             if self.watch is not None:
                 self.watch.step_began(index)
             await session.settle()
+            if await self._failed(session, f"before step {index}"):
+                return None
             action = self.actions[index]
             if observe:
                 await self._observe(session, index, path, action)
             if isinstance(action, Click) and index in self.hits:
                 elements, _, _ = await session.elements()
                 scale = session.config.device_scale_factor
-                landed = _landing(elements, action.x / scale, action.y / scale)
+                hit = element_under(elements, action.x / scale, action.y / scale)
+                landed = None if hit is None else (hit.role, hit.name)
                 if landed != self.hits[index]:
                     was, now = self.hits[index], landed or ("nothing", "")
                     self.divergences.append(
@@ -181,6 +185,13 @@ class Replayer:
         words = describe(obs, Decision(action=action, target=target))
         path.steps[index] = (image, words, obs.url)
 
+    async def _failed(self, session: Session, when: str) -> bool:
+        """Did the task's `fail` check pass (as in the episode: solved by nothing after it)?"""
+        failed = await run_check(session, self.task.fail, self.task.id) is True
+        if failed:
+            self.divergences.append(f"the task's fail check passed {when}")
+        return failed
+
     def _diverged(self, router: ReplayRouter) -> bool:
         if router.diverged is None:
             return False
@@ -191,19 +202,6 @@ class Replayer:
         if why not in self.divergences:
             self.divergences.append(why)
         return True
-
-
-def _landing(elements: Sequence[Element], x: float, y: float) -> tuple[str, str] | None:
-    """(role, name) of what a click at CSS px (x, y) lands on: the smallest element holding the
-    point whose centre a click reaches (as `describe.element_at` reads an observation)."""
-    inside = [
-        e
-        for e in elements
-        if e.box.x <= x <= e.box.x + e.box.width and e.box.y <= y <= e.box.y + e.box.height
-    ]
-    hit = [e for e in inside if e.hit] or inside
-    best = min(hit, key=lambda e: e.box.width * e.box.height, default=None)
-    return None if best is None else (best.role, best.name)
 
 
 async def minimal(

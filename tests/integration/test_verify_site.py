@@ -8,7 +8,7 @@ this module's own server.
 - a page that deals a new problem after a wrong answer, with `fail` declared: the episode ends
   at the wrong answer and nothing of it carries the task's instruction;
 - tabs where the same spot holds "Delete one" or "Delete all": a replay whose click lands on
-  another element is no reproduction;
+  another element is no reproduction; a replay that meets the task's `fail` check neither;
 - "Select Pears and submit." after checking Apples too: the task-labelled samples show the
   minimal path's own screens (Apples unchecked);
 - a page that sends a message over a WebSocket on load: only the episode's reaches the server.
@@ -107,7 +107,19 @@ replaceState(null, '', location.pathname + (this.checked ? '#apples' : ''))"><sp
 <button onclick="document.body.dataset.sent = [...document.querySelectorAll('input:checked')]
   .map(i => i.value).join(',')">Submit</button>
 """
-PAGES = {"/slow": SLOW, "/deal": DEAL, "/tabs": TABS, "/fruit": FRUIT}
+# Launch always counts as sent, but unarmed it misfires: "Misfire." is the task's failure
+ARM = f"""<!doctype html><title>arm</title>{STYLE}
+<button style="left:20px;top:20px" onclick="document.body.dataset.armed='yes'">Arm</button>
+<button style="left:20px;top:100px" onclick="launch()">Launch</button>
+<p id="said" style="position:absolute;left:20px;top:200px"></p>
+<script>
+function launch() {{
+  if (document.body.dataset.armed !== 'yes') document.getElementById('said').textContent = 'Misfire.';
+  document.body.dataset.launched = 'yes';
+}}
+</script>
+"""
+PAGES = {"/slow": SLOW, "/deal": DEAL, "/tabs": TABS, "/fruit": FRUIT, "/arm": ARM}
 SENT_PEARS = SuccessCheck(js="(document.body.dataset.sent || '').split(',').includes('Pears')")
 
 
@@ -329,6 +341,26 @@ def test_a_task_ends_when_its_page_says_it_failed(
     assert [s["action_repr"] for s in steps_of(out)["deal"]] == ["click(100, 40)"]
     every = samples(out)
     assert [s for s in every if s["instruction_source"] == "task"] == []
+
+
+def test_a_replay_that_meets_the_tasks_failure_does_not_reproduce(
+    plugin: ReadyPlugin, site: Site, tmp_path: Path
+) -> None:
+    """Launch alone also passes the check, but misfires (`fail`): that replay met the task's
+    failure, so Arm stays needed and "Arm, then launch." is never paired with Launch alone."""
+    task = TaskSpec(
+        id="arm",
+        start_url=f"http://{origin(site)}/arm",
+        instruction="Arm, then launch.",
+        check=SuccessCheck(js="document.body.dataset.launched === 'yes'"),
+        fail=SuccessCheck(text_present="Misfire."),
+        actions=(Click(x=100, y=40), Click(x=100, y=120)),
+    )
+    out = run(plugin, site, tmp_path, [task])
+
+    (episode,) = read(out, "episodes")
+    assert episode["success"] is True and episode["verification"] == "minimal"
+    assert [s["needed"] for s in steps_of(out)["arm"]] == [True, True, True]
 
 
 def test_a_click_on_another_element_is_no_reproduction(
