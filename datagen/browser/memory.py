@@ -95,6 +95,7 @@ class PageMemory:
         self._traced = 0.0
         self._crashed = False  # its renderer is gone: nothing left to measure
         self.exceeded: PageMemoryExceeded | None = None
+        self.capturing = 0  # the page's screenshots in flight (the Camera counts them)
         page.on("framenavigated", self._navigated)
         page.on("crash", self._crash)
 
@@ -184,13 +185,13 @@ class PageMemory:
         thread is doing); with none known, ask Chromium to crash the page."""
         renderers = [p for p in self._renderers if p.is_running()]
         if renderers:
-            # Never while a trace runs, and no trace until they are gone: the browser itself
-            # crashed (crashpad woke) right after such kills, twice in full suites beside a CPU
-            # hog, a trace of another page likely in flight. A trace takes ~30 ms: the kill
-            # waits for one at most KILL_WAIT_S.
+            # Never while a trace or the page's screenshot runs, and no trace until they are
+            # gone: the browser itself crashed (SIGSEGV, a crashpad dump) right after such
+            # kills in full suites beside a CPU hog. Each takes some ms: the kill waits for
+            # them at most KILL_WAIT_S (a page whose main thread is held never answers).
             loop = asyncio.get_running_loop()
             deadline = loop.time() + KILL_WAIT_S
-            while self._traces.locked() and loop.time() < deadline:
+            while (self._traces.locked() or self.capturing) and loop.time() < deadline:
                 await asyncio.sleep(0.01)
             held = not self._traces.locked()  # (no wait_for on acquire: it can leak the lock)
             if held:

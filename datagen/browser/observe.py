@@ -149,7 +149,13 @@ class Camera:
         }
         if cfg.image_format != "png":
             params["quality"] = cfg.image_quality
-        result = await self.cdp.send("Page.captureScreenshot", params)
+        if self.memory is not None:  # a page's renderers are not killed while this runs
+            self.memory.capturing += 1
+        try:
+            result = await self.cdp.send("Page.captureScreenshot", params)
+        finally:
+            if self.memory is not None:
+                self.memory.capturing -= 1
         return base64.b64decode(result["data"])
 
     def _crash(self, _: Page) -> None:

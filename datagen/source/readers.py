@@ -90,7 +90,7 @@ def json_lines(
 def read_native(
     path: Path, limit: int | None = None, source: str = "native", site: str = ""
 ) -> list[TaskSpec]:
-    """datagen's JSONL: {id, start_url, instruction, check?, max_steps?, actions?}."""
+    """datagen's JSONL: {id, start_url, instruction, check?, fail?, max_steps?, actions?}."""
     tasks: list[TaskSpec] = []
     seen: dict[str, int] = {}
     for number, record in json_lines(path):
