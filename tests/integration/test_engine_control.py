@@ -21,7 +21,11 @@ def test_budget_follows_the_engine_capacity() -> None:
     with SimServer(config) as server:
 
         async def scenario() -> tuple[list[tuple[str, int, int]], dict[str, Any]]:
-            async with EngineClient(server.url, max_in_flight=100, retries=0) as client:
+            # a generous request timeout: beside a CPU hog one request of the 100 sessions
+            # once waited out the 120 s default (and failed the test, retries being 0)
+            async with EngineClient(
+                server.url, max_in_flight=100, retries=0, timeout_s=600
+            ) as client:
                 controller = InFlightController(100, start=100)
                 control = asyncio.create_task(client.control(controller, interval_s=0.2))
                 stop = asyncio.Event()
