@@ -323,11 +323,13 @@ class VariantSide(OursSide):
         opened = self.host.session
 
         @asynccontextmanager
-        async def session(record: Path | None = None) -> AsyncIterator[Session]:
+        async def session(
+            record: Path | None = None, proxy: dict[str, str] | None = None
+        ) -> AsyncIterator[Session]:
             if variant == "record":
                 record = Path(tempfile.mkdtemp(prefix="bench-har-")) / "traffic.har"
             try:
-                async with opened(record) as s:
+                async with opened(record, proxy) as s:
                     if change is not None:
                         change(s)
                     yield s

@@ -120,8 +120,10 @@ class JudgingHost(BrowserHost):
         self._judging = False
 
     @asynccontextmanager
-    async def session(self, record: Path | None = None) -> AsyncIterator[Session]:
-        async with super().session(record) as session:
+    async def session(
+        self, record: Path | None = None, proxy: dict[str, str] | None = None
+    ) -> AsyncIterator[Session]:
+        async with super().session(record, proxy) as session:
             self._instrument(session)
             yield session
 

@@ -20,4 +20,6 @@ __version__ = "0.1.0"
 # observed); grounding.accessible_name; the
 # episodes' stop_note, verify_note, verify_network and verify_aborted; status failed_task
 # (added columns only)
-SCHEMA_VERSION = "1.4"
+# 1.5: episodes.verify_requests (every request of the replays, by fate, kind, method and host);
+# steps.needed null for steps a reduced verification never decided (added columns only)
+SCHEMA_VERSION = "1.5"

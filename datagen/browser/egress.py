@@ -33,8 +33,9 @@ import socket
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass
+from typing import Protocol
 
-from datagen.browser.guard import NameNotResolved, UrlGuard
+from datagen.browser.guard import IpAddress, NameNotResolved
 from datagen.records import RejectReason
 from datagen.url import DEFAULT_PORTS, BadUrl, split_url
 
@@ -43,6 +44,12 @@ HEADER_LIMIT = 64 * 1024
 REASON_HEADER = "x-datagen-egress"  # on the proxy's own answers: the reject reason
 REFUSALS_KEPT = 200
 STATUS = {RejectReason.BLOCKED_URL: "403 Forbidden", RejectReason.BAD_URL: "400 Bad Request"}
+
+
+class Vetter(Protocol):
+    """What the proxy asks before it connects (UrlGuard; a replay's seal, browser/seal.py)."""
+
+    async def vet(self, host: str, port: int) -> tuple[str | None, list[IpAddress]]: ...
 
 
 @dataclass(frozen=True)
@@ -57,7 +64,7 @@ class Refusal:
 class EgressProxy:
     """An HTTP proxy on 127.0.0.1 that enforces a UrlGuard. Start and stop on one loop."""
 
-    def __init__(self, guard: UrlGuard) -> None:
+    def __init__(self, guard: Vetter) -> None:
         self.guard = guard
         self.blocked: deque[str] = deque(maxlen=200)
         self.blocked_total = 0
@@ -179,7 +186,7 @@ class EgressProxy:
         except BadUrl as exc:
             await _answer(writer, RejectReason.BAD_URL, str(exc))
             return
-        upstream = await self._open(host, port, target, writer)
+        upstream = await self._open(host, port, f"{method} {target}", writer)
         if upstream is None:
             return
         up_reader, up_writer = upstream

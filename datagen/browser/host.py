@@ -247,19 +247,25 @@ class BrowserHost:
             self.egress = None
 
     @asynccontextmanager
-    async def session(self, record: Path | None = None) -> AsyncIterator[Session]:
+    async def session(
+        self, record: Path | None = None, proxy: dict[str, str] | None = None
+    ) -> AsyncIterator[Session]:
         """A fresh, isolated browser context with one page, closed on exit. With `record`,
         Playwright's driver records its traffic there (HAR, bodies embedded), written when the
-        context closes: what a replay of the episode is answered from (pipeline/recording.py)."""
+        context closes: what a replay of the episode is answered from (pipeline/recording.py).
+        With `proxy` (Playwright's per-context setting), its connections go there instead of
+        the egress proxy: a replay's seal (browser/seal.py)."""
         self.admission.opened()
         try:
-            async with self._session(record) as session:
+            async with self._session(record, proxy) as session:
                 yield session
         finally:
             self.admission.closed()
 
     @asynccontextmanager
-    async def _session(self, record: Path | None) -> AsyncIterator[Session]:
+    async def _session(
+        self, record: Path | None, proxy: dict[str, str] | None
+    ) -> AsyncIterator[Session]:
         if self._browser is None or not self.connected:
             raise BrowserDied("the browser is not running")
         cfg = self.config
@@ -270,6 +276,7 @@ class BrowserHost:
             device_scale_factor=cfg.device_scale_factor,
             accept_downloads=False,  # a download is not data, and fills disks
             service_workers="block",  # they outlive the page, fetching on no episode's record
+            proxy=proxy,  # type: ignore[arg-type]
             # minimal: what a replay needs (requests, responses, bodies), no timings or pages
             record_har_path=record,
             record_har_mode="minimal" if record is not None else None,

@@ -12,7 +12,8 @@ Counts only (they are summed over shards in the state), under prefixed keys:
 - `samples:checked`: samples that could be verified (the source has the `needed` /
   `verification` columns), `samples:verified` those that were: an `sft` sample's step has
   `needed` true (replay showed the task needs it); an `rl` or `pairs` sample's episode (a
-  pair's chosen side) has `verification` minimal or reduced.
+  pair's chosen side) has `verification` minimal. `samples:verification=<value>`: samples
+  by their episode's verification status (minimal, reduced, not_reproduced, null).
   A grounding sample is labelled from the DOM, not by a task: `elements`, `elements:model`
   (a model-written expression kept) instead.
 - `episodes`, `episodes:labelled`, `verification=<value>`: the source's episodes.
@@ -31,7 +32,7 @@ from datagen.export.failures import solved
 from datagen.export.source import Row, ShardData
 from datagen.export.state import ShardRecord
 
-VERIFIED = ("minimal", "reduced")
+VERIFIED = ("minimal",)  # a reduced search proved only part of its steps: not verified
 PROVENANCE = (
     "datagen_version",
     "browser_version",
@@ -90,6 +91,8 @@ def sft_counts(shard: ShardData, rows: list[Row]) -> Counter[str]:
         if episode is None:
             continue
         source = r.get("instruction_source")
+        if "verification" in episode:
+            counts[f"samples:verification={episode['verification'] or 'null'}"] += 1
         counts["samples:task"] += source == "task" and solved(episode)
         counts["samples:relabel"] += source == "relabel"
         step = steps.get((episode["episode_id"], r["step_index"]), {})
@@ -110,6 +113,7 @@ def episode_counts(shard: ShardData, rows: list[Row]) -> Counter[str]:
             continue
         counts["samples:task"] += episode.get("success") is not None
         if "verification" in episode:
+            counts[f"samples:verification={episode['verification'] or 'null'}"] += 1
             counts["samples:checked"] += 1
             counts["samples:verified"] += episode["verification"] in VERIFIED
     return counts
@@ -143,9 +147,26 @@ def sample_lines(totals: ShardRecord, labels: bool = True) -> list[str]:
         verified = share(f.get("samples:verified", 0), checked)
         lines.append(
             "- verified by replay (sft: the step is `needed`; rl, pairs: the episode's "
-            f"`verification` is minimal or reduced): {verified}"
+            f"`verification` is minimal): {verified}"
         )
+    lines += status_lines(f)
     return lines
+
+
+STATUSES = ("minimal", "reduced", "not_reproduced", "null")
+
+
+def status_lines(figures: dict[str, int]) -> list[str]:
+    """Episodes and samples by their verification status ([] for unverified outputs)."""
+    episodes = [f"{k} {figures.get(f'verification={k}', 0)}" for k in STATUSES]
+    samples = [f"{k} {figures.get(f'samples:verification={k}', 0)}" for k in STATUSES]
+    if not any(k.startswith("verification=") for k in figures):
+        return []
+    return [
+        f"- episodes by verification: {', '.join(episodes)}; samples by their episode's "
+        f"verification: {', '.join(samples)} (task-labelled samples come only from minimal "
+        "episodes, whose needed steps replays proved; reduced ones give step-level samples)"
+    ]
 
 
 def sft_lines(totals: ShardRecord) -> list[str]:

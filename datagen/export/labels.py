@@ -7,9 +7,11 @@ A sample that pairs a task's instruction with an action teaches a model that the
 the task; for most steps of an explore episode that solved its task by chance it does not. So
 the task's instruction goes only where replay verification showed it true:
 
-- `task`: a step with `needed = true` of an episode whose `verification` is `minimal` or
-  `reduced` (the final done of a verified episode is needed). Its history (the previous actions
-  in words and the earlier screenshots) holds only the earlier needed steps: the verified path.
+- `task`: a step with `needed = true` of an episode whose `verification` is `minimal` (the
+  final done of a verified episode is needed). Its history (the previous actions in words and
+  the earlier screenshots) holds only the earlier needed steps: the verified path. A `reduced`
+  episode's search stopped before it proved every step it kept: its steps are step-level only
+  (a task sample would pair the instruction with a step nobody showed it needs).
 - `relabel` (`--instruction relabeled`): an episode whose relabel its check accepted; the
   relabel describes the whole trajectory, so every step carries it, with all earlier steps.
 - `step` / `step_from_action`: every other step of a kept episode, with its own action
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 from datagen.export.options import ExportOptions
 from datagen.export.source import Row
 
-VERIFIED = ("minimal", "reduced")
+VERIFIED = ("minimal",)
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ class Labelled:
 
 
 def verified(episode: Row) -> bool:
-    """Replay verification found the steps the episode's task needs."""
+    """Replay verification proved the steps the episode's task needs (`minimal`)."""
     return episode.get("verification") in VERIFIED
 
 

@@ -7,7 +7,8 @@ starts, and the summary when it ends. Rich tables and lines, no Dask, no pyarrow
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from rich.table import Table
@@ -119,7 +120,9 @@ def show_summary(console: Console, err_console: Console, summary: RunSummary, ta
         sum(r.session_s for r in results),
         sum(r.verify_s for r in results),
         sum(r.replays for r in results),
-        {k: n for r in results for k, n in r.replay_network.items()},
+        summed(r.replay_network for r in results),
+        summed(r.replay_refused for r in results),
+        sum(r.verified for r in results),
     )
     if line:
         console.print(plain(line), markup=False, highlight=False)
@@ -226,16 +229,44 @@ def show_top_rejects(err_console: Console, manifest: Manifest) -> None:
         err_console.print(line, highlight=False, markup=False)
 
 
+def counted(lines: Iterable[str]) -> dict[str, int]:
+    """'KEY count' lines (an episode's verify_network, verify_aborted) added up by key (a line
+    without a count counts once)."""
+    total: Counter[str] = Counter()
+    for line in lines:
+        key, _, n = line.rpartition(" ")
+        total[key] += int(n) if n.isdigit() else 1
+    return dict(total)
+
+
+def summed(counts: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    """Counts by key, added over every shard (not the last shard's)."""
+    total: Counter[str] = Counter()
+    for c in counts:
+        total.update(c)
+    return dict(total)
+
+
 def verification_line(
-    session_s: float, verify_s: float, replays: int, network: Mapping[str, int]
+    session_s: float,
+    verify_s: float,
+    replays: int,
+    network: Mapping[str, int],
+    refused: Mapping[str, int] | None = None,
+    verified: int = 0,
 ) -> str:
-    """Replay verification's share of the browser sessions' time, its replays and what they
-    sent to the network; "" when nothing was verified."""
+    """Replay verification's share of the browser sessions' time, its replays (per verified
+    episode), what they sent to the network and what was refused; "" when nothing was
+    verified. `network` and `refused`: requests by 'METHOD host', summed over every shard."""
     if not replays or session_s <= 0:
         return ""
     sent = ", ".join(f"{k} {n}" for k, n in sorted(network.items())) or "nothing"
+    each = f" for {verified} solved episodes ({replays / verified:.1f} each)" if verified else ""
+    stopped = sum((refused or {}).values())
+    shown = ", ".join(f"{k} {n}" for k, n in sorted((refused or {}).items())[:6])
     return (
         f"verification: {verify_s / session_s:.1%} of session time ({verify_s:.1f} of "
-        f"{session_s:.1f} s), {replays} replays; replays sent to the network: {sent} (the rest "
-        "answered from the episodes' recorded traffic)"
+        f"{session_s:.1f} s), {replays} replays{each}; replays sent to the network: {sent}; "
+        f"refused: {stopped}{f' ({shown})' if shown else ''} (the rest answered from the "
+        "episodes' recorded traffic)"
     )

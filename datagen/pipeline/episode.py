@@ -35,6 +35,7 @@ from datagen.pipeline.hosts import open_start
 from datagen.pipeline.recording import discard_recording, recording_path, verifiable
 from datagen.pipeline.rows import (
     EpisodeOutcome,
+    Hit,
     annotate,
     digest,
     image_width_limit,
@@ -287,7 +288,7 @@ class Episode:
         if isinstance(decision.action, Click):
             hit = element_at(obs, decision.action.x, decision.action.y)
         if hit is not None:
-            out.hits[index] = (hit.role, hit.name)
+            out.hits[index] = Hit.of(hit, obs.elements)
         self.watch.step_ended()
         course.last, course.success = obs, success
         ctx.meter.add("steps")

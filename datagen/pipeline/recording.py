@@ -1,34 +1,21 @@
-"""An episode's own traffic, recorded, and replays answered from it (replay verification).
+"""An episode's own traffic, recorded: what its replays are answered from (verification).
 
     Episode: browser context with Playwright's HAR recording (record_har_path, minimal, bodies
              embedded) ─► <episode>.har when its context closes
-    verify.py: Recording.load(har) ─► one ReplayRouter per replay (context.route "**/*")
+    verify.py: Recording.load(har) ─► one ReplayRouter per replay (router.py), on a context
+               whose only way out is a sealed proxy (browser/seal.py)
 
-A replay is an experiment on our side only: nothing that can change a site's state is sent
-twice. Each request of a replay is answered by the router:
-
-- a safe method (GET, HEAD, OPTIONS) the episode made: its recorded response, the one it got at
-  the same point of the episode (after as many state-changing requests as the replay has sent);
-  one the episode never made goes to the network (counted by method and host: `network`);
-- any other method (a form's POST, a fetch's PUT or DELETE) is answered only when it repeats one
-  the episode made: same method, URL and body, each recorded one answered once, and the same
-  state on the server's side: the cookies the site set (Set-Cookie in the recording) as the
-  episode's request carried them. "Buy" replayed without "Add to cart" lacks the cart cookie
-  the episode's "Buy" carried: the site would have met a state nobody observed, so it is
-  aborted and the replay does not reproduce (`diverged` says which request);
-- a WebSocket never reaches the site (its messages cannot be answered from a recording, and
-  may change state): it is closed at once (counted with the refused requests, `WS host`);
-- a host the operator owns and lets replays reach (`annotation.verify.live`) goes to the network
-  whatever the method, WebSockets included (counted too).
+The recording keeps the episode's requests in two kinds: safe ones (GET, HEAD, OPTIONS), by
+method and URL, each with the number of state-changing requests sent before it (`state`), and
+the state-changing ones (any other method) in the order the episode sent them. How a replay is
+answered from it: router.py.
 
 Why Playwright's HAR recording and a router of our own, not `route_from_har`: the recording is
 made by Playwright's driver (no per-request work on the browser loop's Python side: ordinary
 episodes pay only the driver's copy of each response). `route_from_har` answers a POST by URL
 and body alone, whatever came before it: "Buy" replayed without "Add to cart" got the recorded
 "Order placed" page and verification kept "Buy" alone as the task's path. Its redirects are
-followed as new navigations too, so the cookies a recorded 303 set were lost. A redirect is
-followed here the same way (Chromium does not intercept the hop after a fulfilled 3xx: it would
-reach the site), with the redirect's cookies set first.
+followed as new navigations too, so the cookies a recorded 303 set were lost.
 """
 
 from __future__ import annotations
@@ -37,28 +24,30 @@ import base64
 import contextlib
 import json
 import logging
+import re
 import tempfile
 import uuid
-from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin
-
-from playwright.async_api import Request, Route, WebSocketRoute
+from urllib.parse import parse_qsl, urlsplit
 
 from datagen.config import PipelineConfig
 from datagen.pipeline.rows import EpisodeOutcome
 from datagen.records import TaskSpec
-from datagen.url import hostname, netloc
+from datagen.url import netloc
 
 log = logging.getLogger(__name__)
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # Response headers never replayed: the body is already decoded and its length may differ
 DROPPED_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
+# A query or form value that differs between an episode and its replay only because it holds a
+# clock or a random number (`?_=1732800000000`, `Math.random()`, a hidden field of Date.now()):
+# six digits or more, possibly with one dot. Any value under a cache-buster's usual name too.
+VOLATILE = re.compile(r"\d{6,}(\.\d+)?|\d*\.\d{6,}")
+CACHE_BUSTERS = frozenset({"_", "cb", "nocache", "cachebuster", "rand", "rnd", "ts", "timestamp"})
 
 
 @dataclass(frozen=True)
@@ -111,9 +100,20 @@ class Recording:
             else:
                 recording.writes.append(entry)
         everything = [*recording.writes, *(e for es in recording.safe.values() for e in es)]
-        names = {m for e in everything for line in e.set_cookies() for m in _parsed(line)}
+        names = {m for e in everything for line in e.set_cookies() for m in parsed_cookies(line)}
         recording.site_cookies = frozenset(names)
         return recording
+
+    def similar(self, method: str, url: str) -> list[Entry]:
+        """The recorded safe requests this one repeats but for volatile values (`VOLATILE`):
+        a cache-buster or a timestamp; none when another value, a key or the path differs."""
+        shape = _shape(url)
+        if shape is None:
+            return []
+        for (m, recorded), entries in self.safe.items():
+            if m == method and same_values(shape, _shape(recorded)):
+                return entries
+        return []
 
     def state(self, cookie_header: str) -> dict[str, str]:
         """The site's own cookies in a Cookie header: what its server's state hangs on."""
@@ -121,7 +121,52 @@ class Recording:
         return {k: v for k, _, v in pairs if k in self.site_cookies}
 
 
-def _parsed(line: str) -> dict[str, Any]:
+def _shape(url: str) -> tuple[str, list[tuple[str, str]]] | None:
+    """(scheme://host/path, query pairs in order); None for a URL without a query."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    if not parts.query:
+        return None
+    where = f"{parts.scheme}://{parts.netloc}{parts.path}"
+    return where, parse_qsl(parts.query, keep_blank_values=True)
+
+
+def same_values(
+    a: tuple[str, list[tuple[str, str]]] | None, b: tuple[str, list[tuple[str, str]]] | None
+) -> bool:
+    """Do two (place, pairs) differ at most in volatile values (same place, same keys)?"""
+    if a is None or b is None or a[0] != b[0] or len(a[1]) != len(b[1]):
+        return False
+    for (key, value), (other_key, other) in zip(a[1], b[1], strict=True):
+        if key != other_key:
+            return False
+        if value != other and not (
+            key.lower() in CACHE_BUSTERS
+            or (VOLATILE.fullmatch(value) and VOLATILE.fullmatch(other))
+        ):
+            return False
+    return True
+
+
+def same_url(a: str, b: str) -> bool:
+    """Equal URLs, or URLs that differ only in volatile query values."""
+    return a == b or same_values(_shape(a), _shape(b))
+
+
+def same_body(a: bytes, b: bytes) -> bool:
+    """Equal request bodies, or form bodies that differ only in volatile values."""
+    if a == b:
+        return True
+    try:
+        pairs = [parse_qsl(x.decode(), keep_blank_values=True, strict_parsing=True) for x in (a, b)]
+    except (UnicodeDecodeError, ValueError):
+        return False
+    return same_values(("", pairs[0]), ("", pairs[1]))
+
+
+def parsed_cookies(line: str) -> dict[str, Any]:
     """A Set-Cookie line's cookies (SimpleCookie morsels by name; none when it does not parse)."""
     cookie: SimpleCookie = SimpleCookie()
     with contextlib.suppress(CookieError):
@@ -171,112 +216,6 @@ def is_live(url: str, live: frozenset[str]) -> bool:
         return False
     where = netloc(url)
     return where in live or where.rsplit(":", 1)[0].strip("[]") in live
-
-
-class ReplayRouter:
-    """Answers one replay's requests (module docstring). Use `handle` as a context route."""
-
-    def __init__(self, recording: Recording, live: frozenset[str] = frozenset()) -> None:
-        self.recording, self.live = recording, live
-        self.state = 0  # the episode's state-changing requests this replay has repeated
-        self.network: Counter[str] = Counter()  # "METHOD host" sent to the network
-        self.aborted: Counter[str] = Counter()  # "METHOD host" refused
-        self.diverged: str | None = None  # the first state-changing request refused
-        self._served: Counter[tuple[str, str, int]] = Counter()
-        self._used: set[int] = set()  # recorded state-changing requests answered (by index)
-
-    async def handle(self, route: Route, request: Request) -> None:
-        method, url = request.method.upper(), request.url
-        if is_live(url, self.live):
-            self.network[f"{method} {netloc(url)}"] += 1
-            await route.continue_()
-            return
-        if method in SAFE_METHODS:
-            entry = self._safe(method, url)
-            if entry is None:
-                self.network[f"{method} {netloc(url)}"] += 1
-                await route.continue_()
-                return
-        else:
-            cookie = await request.header_value("cookie") or ""
-            entry = self._write(method, url, request.post_data_buffer or b"", cookie)
-            if entry is None:
-                self.aborted[f"{method} {netloc(url)}"] += 1
-                if self.diverged is None:
-                    self.diverged = f"{method} {url[:200]}"
-                await route.abort("blockedbyclient")
-                return
-        await self._answer(route, request, entry)
-
-    async def _answer(self, route: Route, request: Request, entry: Entry) -> None:
-        location = next((v for k, v in entry.headers.items() if k.lower() == "location"), "")
-        if entry.status in REDIRECTS and location and request.is_navigation_request():
-            # Chromium would send the hop after a fulfilled 3xx to the site unintercepted:
-            # the frame is sent there instead (as route_from_har does), its cookies set first
-            redirect = getattr(route, "_redirect_navigation_request", None)
-            if redirect is not None:
-                await _add_cookies(request, entry.set_cookies())
-                await redirect(urljoin(entry.url, location))
-                return
-        await route.fulfill(status=entry.status, headers=entry.headers, body=entry.content)
-
-    async def socket(self, socket: WebSocketRoute) -> None:
-        """A WebSocket of the replay (`context.route_web_socket`): closed, unless live."""
-        if is_live(socket.url, self.live):
-            self.network[f"WS {netloc(socket.url)}"] += 1
-            socket.connect_to_server()  # messages pass both ways as they are
-            return
-        self.aborted[f"WS {netloc(socket.url)}"] += 1
-        await socket.close(code=1008, reason="datagen replay: answered from a recording")
-
-    def _safe(self, method: str, url: str) -> Entry | None:
-        """The response the episode got for this request at this point: at the same state if
-        it made the request then (the n-th such request the n-th response, the last repeated),
-        else at the latest state before, else its first."""
-        entries = self.recording.safe.get((method, url))
-        if not entries:
-            return None
-        here = [e for e in entries if e.state == self.state]
-        if not here:
-            before = [e for e in entries if e.state < self.state]
-            here = [before[-1]] if before else entries[:1]
-        key = (method, url, here[0].state)
-        entry = here[min(self._served[key], len(here) - 1)]
-        self._served[key] += 1
-        return entry
-
-    def _write(self, method: str, url: str, body: bytes, cookie: str) -> Entry | None:
-        """The episode's state-changing request this one repeats, with the same site state."""
-        state = self.recording.state(cookie)
-        for i, entry in enumerate(self.recording.writes):
-            if i in self._used or (entry.method, entry.url, entry.body) != (method, url, body):
-                continue
-            if self.recording.state(entry.cookie) != state:
-                continue
-            self._used.add(i)
-            self.state += 1
-            return entry
-        return None
-
-
-async def _add_cookies(request: Request, lines: Iterable[str]) -> None:
-    """Set a recorded redirect's cookies in the request's context (session cookies)."""
-    host = hostname(request.url)
-    cookies: list[Any] = []
-    for line in lines:
-        for name, morsel in _parsed(line).items():
-            cookies.append(
-                {
-                    "name": name,
-                    "value": morsel.value,
-                    "domain": morsel["domain"] or host,
-                    "path": morsel["path"] or "/",
-                    "httpOnly": bool(morsel["httponly"]),
-                    "secure": bool(morsel["secure"]),
-                }
-            )
-    if cookies:
-        await request.frame.page.context.add_cookies(cookies)
 
 
 def verifiable(task: TaskSpec, config: PipelineConfig) -> bool:

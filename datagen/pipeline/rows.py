@@ -9,6 +9,7 @@ episode saw and did.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from datagen.policy.roles import profile_for
 from datagen.records import (
     Click,
     Decision,
+    Element,
     EpisodeRow,
     GroundingRow,
     ImageData,
@@ -51,6 +53,25 @@ def group_columns(run_id: str, task_id: str, repeat: int) -> dict[str, Any]:
     return {"group_id": group, "sample_index": repeat}
 
 
+@dataclass(frozen=True)
+class Hit:
+    """The element a step acted on, as a replay finds it again: role, name and its position
+    among the page's elements of that role and name (0: the first)."""
+
+    role: str
+    name: str
+    nth: int = 0
+
+    @classmethod
+    def of(cls, element: Element, elements: Sequence[Element]) -> Hit:
+        """`element` as one of `elements` (the observation it was found in)."""
+        equals = [e for e in elements if (e.role, e.name) == (element.role, element.name)]
+        nth = next((i for i, e in enumerate(equals) if e is element), None)
+        if nth is None:  # an equal copy, not the object itself: the first with its box
+            nth = next((i for i, e in enumerate(equals) if e.box == element.box), 0)
+        return cls(element.role, element.name, nth)
+
+
 @dataclass
 class EpisodeOutcome:
     """Rows produced by one episode (`group`: its group columns, on steps and the episode)."""
@@ -63,9 +84,9 @@ class EpisodeOutcome:
     episode: EpisodeRow | None = None
     # for replay verification (verify.py), never written: the episode's recorded traffic
     # (Playwright's HAR, written when its context closed) and, by step index, the element
-    # (role, name) each click landed on
+    # each click landed on (typing's field)
     recording: Path | None = None
-    hits: dict[int, tuple[str, str]] = field(default_factory=dict)
+    hits: dict[int, Hit] = field(default_factory=dict)
 
     def reject(self, stage: str, reason: RejectReason, detail: str, **where: int) -> None:
         self.rejects.append(

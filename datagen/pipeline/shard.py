@@ -16,6 +16,7 @@ from collections import Counter
 from typing import Any
 
 from datagen.browser.failures import BrowserDied
+from datagen.observe.summary import counted
 from datagen.pipeline.context import ShardContext
 from datagen.pipeline.episode import relabel, run_episode
 from datagen.pipeline.hosts import HostTurn, LocalHosts
@@ -111,16 +112,14 @@ def _report(shard: int, outcome: EpisodeOutcome, ctx: ShardContext) -> None:
 
 
 def verification_figures(episodes: list[EpisodeRow]) -> dict[str, Any]:
-    """ShardResult's session_s, verify_s, replays and replay_network, from the episode rows."""
+    """ShardResult's session_s, verify_s, replays, replay_network, replay_refused and
+    verified, from the episode rows."""
     verify_s = sum((e.verify_ms or 0.0) for e in episodes) / 1000
-    network: Counter[str] = Counter()
-    for e in episodes:
-        for line in e.verify_network:
-            key, _, n = line.rpartition(" ")
-            network[key] += int(n) if n.isdigit() else 1
     return {
         "session_s": round(sum(e.duration_s for e in episodes) + verify_s, 3),
         "verify_s": round(verify_s, 3),
         "replays": sum((e.verify_replays or 0) for e in episodes),
-        "replay_network": dict(network),
+        "replay_network": counted(line for e in episodes for line in e.verify_network),
+        "replay_refused": counted(line for e in episodes for line in e.verify_aborted),
+        "verified": sum(1 for e in episodes if e.verify_replays),
     }

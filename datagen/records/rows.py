@@ -173,8 +173,9 @@ class StepRow(Provenance, RowBase):
         None,
         description="verified by replay on a fresh context (annotation.verify): true: the "
         "task needs this step (the check failed without it; the final done of a solved episode "
-        "is needed); false: the check passed with it left out; null: not verified (not solved, "
-        "verification off, or the replay did not reproduce the success)",
+        "is needed); false: the check passed with it left out; null: not decided (not solved, "
+        "verification off, the replay did not reproduce the success, or the search stopped "
+        "before a replay left it out: a reduced episode)",
     )
 
 
@@ -253,11 +254,13 @@ class EpisodeRow(Provenance, RowBase):
     # replay verification of solved episodes (annotation.verify)
     verification: str | None = Field(
         None,
-        description="minimal (replayed: every step marked needed was shown needed) | reduced "
-        "(replayed with its needed steps only and solved, but the replay budget ran out before "
-        "every step was tried) | not_reproduced (a replay of all its steps did not pass the "
-        "check: time, randomness; its steps carry no task label) | null (not solved, or "
-        "verification off)",
+        description="minimal (replayed: every step marked needed was shown needed, and its "
+        "path replayed once more, observed: task-labelled samples come only from these) | "
+        "reduced (a smaller set of its steps passed, but the search stopped before it proved "
+        "every one needed: max_replays or time; steps nothing decided have needed = null; "
+        "step-level samples only) | not_reproduced (no replay passed the check: time, "
+        "randomness, a request the recording could not answer; its steps carry no task label) "
+        "| null (not solved, or verification off)",
     )
     verified_steps: int | None = Field(
         None, description="steps with needed = true (the verified trajectory, its done included)"
@@ -272,14 +275,22 @@ class EpisodeRow(Provenance, RowBase):
     )
     verify_network: list[str] = Field(
         default_factory=list,
-        description="what the replays sent to the network, 'METHOD host count' (GETs the "
-        "episode never made; any method to a host in annotation.verify.live); the rest was "
-        "answered from the episode's own recorded traffic",
+        description="what the replays sent to the network, 'METHOD host count': only hosts "
+        "in annotation.verify.live; the rest was answered from the episode's own recorded "
+        "traffic or refused (verify_aborted)",
     )
     verify_aborted: list[str] = Field(
         default_factory=list,
-        description="state-changing requests of replays that were refused, 'METHOD host "
-        "count' (the episode never made them, or not in that order): never sent",
+        description="requests of replays that were refused, 'METHOD host count': never sent "
+        "(a state-changing request the episode never made, or not in that order; a GET it "
+        "never made; what a worker or a closing page sent past the routes; WebSockets, 'WS')",
+    )
+    verify_requests: list[str] = Field(
+        default_factory=list,
+        description="every request the replays made, 'fate kind METHOD host count': fate "
+        "answered (from the episode's recording) | refused | live (annotation.verify.live); "
+        "kind as Chromium names it (document, fetch, xhr, script, ping, websocket, …) or "
+        "unrouted (a connection no route saw: workers, beacons at close; met the sealed proxy)",
     )
 
 

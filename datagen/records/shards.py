@@ -48,16 +48,29 @@ class ShardResult(Frozen):
     replays: int = Field(0, description="replays made to verify its solved episodes")
     replay_network: dict[str, int] = Field(
         default_factory=dict,
-        description="what those replays sent to the network, by 'METHOD host' (the rest was "
-        "answered from the episodes' recorded traffic)",
+        description="what those replays sent to the network, by 'METHOD host' (hosts in "
+        "annotation.verify.live only; the rest was answered from the episodes' recorded "
+        "traffic or refused)",
     )
+    replay_refused: dict[str, int] = Field(
+        default_factory=dict,
+        description="what those replays tried to send and were refused, by 'METHOD host'",
+    )
+    verified: int = Field(0, description="solved episodes verified (replayed at least once)")
 
     @model_serializer(mode="wrap")
     def _omit_unverified(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # Left out while zero: a marker of a shard that verified nothing reads and writes back
         # byte for byte as earlier versions wrote it.
         data: dict[str, Any] = handler(self)
-        for key in ("session_s", "verify_s", "replays", "replay_network"):
+        for key in (
+            "session_s",
+            "verify_s",
+            "replays",
+            "replay_network",
+            "replay_refused",
+            "verified",
+        ):
             if not data.get(key):
                 data.pop(key, None)
         return data

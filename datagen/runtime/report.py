@@ -30,7 +30,7 @@ from bokeh.resources import INLINE
 from datagen.browser.admission import BINDINGS
 from datagen.engine.health import FIGURE, health_html, raised_anywhere
 from datagen.observe.roles import run_measures
-from datagen.observe.summary import verification_line
+from datagen.observe.summary import counted, verification_line
 from datagen.runtime.hosts import HOST_COLUMNS
 from datagen.runtime.metrics import METRIC
 from datagen.sink.hosts import read_hosts
@@ -276,7 +276,7 @@ def step_latencies(dataset: Any, limit: int = 500_000) -> dict[str, np.ndarray]:
 def verification_figures(storage: Storage) -> str:
     """The report's verification line, from the committed episodes ("" when it cannot say:
     none verified, or an output of schema < 1.4 without the columns)."""
-    columns = ["duration_s", "verify_ms", "verify_replays", "verify_network"]
+    columns = ["duration_s", "verify_ms", "verify_replays", "verify_network", "verify_aborted"]
     try:
         table = [
             r for _, part in iter_committed(storage, "episodes", columns) for r in part.to_pylist()
@@ -285,11 +285,9 @@ def verification_figures(storage: Storage) -> str:
         log.info("no verification figures for the report", exc_info=True)
         return ""
     verify_s = sum((r["verify_ms"] or 0.0) for r in table) / 1000
-    network: dict[str, int] = {}
-    for r in table:
-        for line in r["verify_network"] or []:
-            key, _, n = line.rpartition(" ")
-            network[key] = network.get(key, 0) + (int(n) if n.isdigit() else 1)
+    network = counted(line for r in table for line in r["verify_network"] or [])
+    refused = counted(line for r in table for line in r["verify_aborted"] or [])
     session_s = sum(r["duration_s"] for r in table) + verify_s
     replays = sum((r["verify_replays"] or 0) for r in table)
-    return verification_line(session_s, verify_s, replays, network)
+    verified = sum(1 for r in table if r["verify_replays"])
+    return verification_line(session_s, verify_s, replays, network, refused, verified)

@@ -1,0 +1,226 @@
+"""One replay of some of a solved episode's steps, sealed (replay verification, verify.py).
+
+Replayer.passes(steps) ─► a fresh context whose only way out is a SealedProxy (seal.py),
+    its requests answered by a ReplayRouter (router.py) ─► the start URL, the steps, each
+    on the episode's element (role, name, position among equals) ─► the fail and success
+    checks ─► passed or not; what it asked of the network counted (`requests`)
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from datagen.annotate.describe import describe, element_under
+from datagen.browser.consent import answer_consent
+from datagen.browser.failures import BROWSER_FAILURES, BrowserDied
+from datagen.browser.seal import SealedProxy
+from datagen.browser.session import Session
+from datagen.browser.triage import run_check
+from datagen.pipeline.context import ShardContext
+from datagen.pipeline.recording import Recording
+from datagen.pipeline.router import ReplayRouter
+from datagen.pipeline.rows import EpisodeOutcome, Hit
+from datagen.pipeline.straggler import StragglerWatch
+from datagen.records import Action, Click, Decision, Element, ImageData, TaskSpec
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Screens:
+    """The minimal path, observed: by step index, its screen, the action in words there and
+    the page's URL; `final`: the screen and URL after its last action (the done step's)."""
+
+    steps: dict[int, tuple[ImageData, str, str]] = field(default_factory=dict)
+    final: tuple[ImageData, str] | None = None
+
+
+class Replayer:
+    """Replays subsets of one episode's actions, each on a fresh context, within a budget."""
+
+    def __init__(
+        self,
+        task: TaskSpec,
+        start_url: str,
+        actions: dict[int, Action],
+        ctx: ShardContext,
+        out: EpisodeOutcome,
+    ) -> None:
+        self.task, self.start_url, self.actions, self.ctx = task, start_url, actions, ctx
+        self.hits = out.hits  # step index -> the element its click landed on (typing's field)
+        self.recording = Recording.load(out.recording) if out.recording else Recording()
+        config = ctx.config.annotation.verify
+        self.live = frozenset(config.live if config is not None else ())
+        self.replays = 0
+        # (fate, kind, method, host) -> requests, over every replay (router.py, seal.py)
+        self.requests: Counter[tuple[str, str, str, str]] = Counter()
+        self.divergences: list[str] = []
+        self.passed: list[tuple[int, ...]] = []  # step sets that passed, in the order found
+        self.longest = 0.0  # the slowest replay so far (s): what the observed path may need
+        self.seen: dict[tuple[int, ...], bool] = {}
+        self.watch: StragglerWatch | None = None
+
+    async def passes(self, steps: Sequence[int]) -> bool:
+        """Does the check pass after replaying `steps` (step indices, in order)?"""
+        key = tuple(sorted(steps))
+        if key not in self.seen:
+            self.replays += 1
+            began = time.perf_counter()
+            self.seen[key] = await self.replay(key) is not None
+            self.longest = max(self.longest, time.perf_counter() - began)
+            if self.seen[key]:
+                self.passed.append(key)
+        return self.seen[key]
+
+    async def replay(self, steps: tuple[int, ...], observe: bool = False) -> Screens | None:
+        """Replay `steps`; the path (its screens when `observe`) if it stayed the episode's
+        trajectory and the check passed, else None."""
+        ctx = self.ctx
+        router = ReplayRouter(self.recording, self.live)
+        seal = SealedProxy(self.live, ctx.host.guard)
+        try:
+            async with seal, ctx.host.session(proxy=seal.settings()) as session:
+                await session.context.route("**/*", router.handle)  # before the first request
+                await session.context.route_web_socket("**/*", router.socket)
+                session.watch_documents()
+                if ctx.config.run.hosts.user_agent:  # as the episode's load had it
+                    agent = {"userAgent": ctx.config.run.hosts.user_agent}
+                    await session.cdp.send("Network.setUserAgentOverride", agent)
+                await session.goto(self.start_url)
+                # the consent dialog answered as the episode had it answered: a banner left
+                # up covers the page's foot, and clicks there would land on it
+                await answer_consent(session, ctx.config.browser.consent)
+                return await self._run(session, steps, router, observe)
+        except (*BROWSER_FAILURES, TimeoutError) as exc:
+            if not ctx.host.connected:
+                raise BrowserDied(f"browser closed while replaying task {self.task.id}") from None
+            log.info("replay failed: %s", exc, extra={"task_id": self.task.id})
+            return None
+        finally:
+            self.requests.update(router.requests)
+            for key, n in seal.refused.items():  # what the routes never saw (workers, beacons)
+                method, host = key.split(" ", 1)
+                self.requests[("refused", "unrouted", method, host)] += n
+            for key, n in seal.passed.items():
+                method, host = key.split(" ", 1)
+                self.requests[("live", "unrouted", method, host)] += n
+
+    async def _run(
+        self, session: Session, steps: tuple[int, ...], router: ReplayRouter, observe: bool
+    ) -> Screens | None:
+        path = await self._steps(session, steps, router, observe)
+        if path is None:
+            return None
+        await session.settle()
+        if observe:
+            obs = await session.observe()
+            image = ImageData(bytes=obs.screenshot, path=f"path-final.{obs.image_format}")
+            path.final = (image, obs.url)
+        if await self._failed(session, "after the last step"):
+            return None
+        if await run_check(session, self.task.check, self.task.id) is not True:
+            if router.refused_gets:  # what it may have needed, for the note
+                self.divergences.append(
+                    "its check did not pass; GETs the episode never made were refused: "
+                    + ", ".join(router.refused_gets)
+                )
+            return None
+        return None if self._diverged(router) else path
+
+    async def _steps(
+        self, session: Session, steps: tuple[int, ...], router: ReplayRouter, observe: bool
+    ) -> Screens | None:
+        path = Screens()
+        for index in steps:
+            if self.watch is not None:
+                self.watch.step_began(index)
+            await session.settle()
+            if await self._failed(session, f"before step {index}"):
+                return None
+            action = self.actions[index]
+            if observe:
+                await self._observe(session, index, path, action)
+            if isinstance(action, Click) and index in self.hits:
+                elements, _, _ = await session.elements()
+                scale = session.config.device_scale_factor
+                moved = self._target(elements, index, action, scale)
+                if moved is None:
+                    return None
+                action = moved
+            await session.act(action)
+            if self.watch is not None:
+                self.watch.step_ended()
+            if self._diverged(router):
+                return None
+        return path
+
+    def _target(
+        self, elements: Sequence[Element], index: int, action: Click, scale: float
+    ) -> Click | None:
+        """The click of step `index` on the episode's element as this page has it: where it
+        was when the element is still there, else its centre now; None (a divergence) when the
+        element is not on the page or something else covers it."""
+        was = self.hits[index]
+        element = find(elements, was)
+        if element is None:
+            self.divergences.append(
+                f"step {index}'s element ({was.role} {was.name!r}, #{was.nth + 1} of its kind) "
+                "is not on the replay's page"
+            )
+            return None
+        if element_under(elements, action.x / scale, action.y / scale) is element:
+            return action
+        x, y = element.box.x + element.box.width / 2, element.box.y + element.box.height / 2
+        landed = element_under(elements, x, y)
+        if landed is not element:
+            now = ("nothing", "") if landed is None else (landed.role, landed.name)
+            self.divergences.append(
+                f"step {index}'s click would land on {now[0]} {now[1]!r}, not on {was.role} "
+                f"{was.name!r} as in the episode"
+            )
+            return None
+        return Click(x=x * scale, y=y * scale)
+
+    async def _observe(self, session: Session, index: int, path: Screens, action: Action) -> None:
+        obs = await session.observe()
+        image = ImageData(bytes=obs.screenshot, path=f"path-{index:03d}.{obs.image_format}")
+        # the episode's target (typing's field, a key's) as found on this screen
+        was = self.hits.get(index)
+        target = find(obs.elements, was) if was is not None else None
+        if isinstance(action, Click):
+            target = None  # where the click lands on this screen (describe finds it)
+            if was is not None and (element := find(obs.elements, was)) is not None:
+                scale = obs.device_scale_factor
+                if element_under(obs.elements, action.x / scale, action.y / scale) is not element:
+                    # the click goes to the element's centre here (_target): say so
+                    box = element.box
+                    action = Click(
+                        x=(box.x + box.width / 2) * scale, y=(box.y + box.height / 2) * scale
+                    )
+        words = describe(obs, Decision(action=action, target=target))
+        path.steps[index] = (image, words, obs.url)
+
+    async def _failed(self, session: Session, when: str) -> bool:
+        """Did the task's `fail` check pass (as in the episode: solved by nothing after it)?"""
+        failed = await run_check(session, self.task.fail, self.task.id) is True
+        if failed:
+            self.divergences.append(f"the task's fail check passed {when}")
+        return failed
+
+    def _diverged(self, router: ReplayRouter) -> bool:
+        if router.diverged is None:
+            return False
+        why = f"a replay sent {router.diverged} (refused, never sent)"
+        if why not in self.divergences:
+            self.divergences.append(why)
+        return True
+
+
+def find(elements: Sequence[Element], hit: Hit) -> Element | None:
+    """The element `hit` names on a page: its role and name, at its position among equals."""
+    equals = [e for e in elements if (e.role, e.name) == (hit.role, hit.name)]
+    return equals[hit.nth] if hit.nth < len(equals) else None
