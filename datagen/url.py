@@ -29,7 +29,7 @@ import ipaddress
 import re
 import socket
 from string import hexdigits
-from urllib.parse import SplitResult, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, urlsplit, urlunsplit
 
 from publicsuffixlist import PublicSuffixList
 
@@ -235,3 +235,16 @@ def without_userinfo(url: str) -> tuple[str, str | None, str | None]:
     parts = urlsplit(url)
     bare = urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]))
     return bare, parts.username, parts.password
+
+
+def query_pairs(url: str) -> tuple[str, list[tuple[str, str]]] | None:
+    """(scheme://netloc/path, the query's key-value pairs in order) of a URL with a query;
+    None for one without, or one that does not parse (replays match cache-busters by it)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    if not parts.query:
+        return None
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    return f"{parts.scheme}://{parts.netloc}{parts.path}", pairs

@@ -31,12 +31,12 @@ from dataclasses import dataclass, field
 from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl
 
 from datagen.config import PipelineConfig
 from datagen.pipeline.rows import EpisodeOutcome
 from datagen.records import TaskSpec
-from datagen.url import netloc
+from datagen.url import netloc, query_pairs
 
 log = logging.getLogger(__name__)
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -107,11 +107,11 @@ class Recording:
     def similar(self, method: str, url: str) -> list[Entry]:
         """The recorded safe requests this one repeats but for volatile values (`VOLATILE`):
         a cache-buster or a timestamp; none when another value, a key or the path differs."""
-        shape = _shape(url)
+        shape = query_pairs(url)
         if shape is None:
             return []
         for (m, recorded), entries in self.safe.items():
-            if m == method and same_values(shape, _shape(recorded)):
+            if m == method and same_values(shape, query_pairs(recorded)):
                 return entries
         return []
 
@@ -119,18 +119,6 @@ class Recording:
         """The site's own cookies in a Cookie header: what its server's state hangs on."""
         pairs = (part.strip().partition("=") for part in cookie_header.split(";"))
         return {k: v for k, _, v in pairs if k in self.site_cookies}
-
-
-def _shape(url: str) -> tuple[str, list[tuple[str, str]]] | None:
-    """(scheme://host/path, query pairs in order); None for a URL without a query."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return None
-    if not parts.query:
-        return None
-    where = f"{parts.scheme}://{parts.netloc}{parts.path}"
-    return where, parse_qsl(parts.query, keep_blank_values=True)
 
 
 def same_values(
@@ -152,7 +140,7 @@ def same_values(
 
 def same_url(a: str, b: str) -> bool:
     """Equal URLs, or URLs that differ only in volatile query values."""
-    return a == b or same_values(_shape(a), _shape(b))
+    return a == b or same_values(query_pairs(a), query_pairs(b))
 
 
 def same_body(a: bytes, b: bytes) -> bool:

@@ -289,7 +289,7 @@ def test_start_pairs_and_one_pair_per_preference() -> None:
         ),
         step("quick", 1, Done(), SOLVED, "Finish the task", needed=True),
     ]
-    quick = (episode("quick", 0, True, verification="reduced", n_steps=2), first)
+    quick = (episode("quick", 0, True, verification="minimal", n_steps=2), first)
     again = (
         episode("again", 1, True, verification="minimal", n_steps=2),
         [s | {"episode_id": "again"} for s in first],

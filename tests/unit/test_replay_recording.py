@@ -11,7 +11,7 @@ import pytest
 from datagen.capacity.command import verification_effect
 from datagen.errors import ConfigError
 from datagen.observe.summary import verification_line
-from datagen.pipeline.recording import Recording, is_live
+from datagen.pipeline.recording import Recording, is_live, same_body
 from datagen.records import SuccessCheck, TaskSpec
 from tests.helpers import make_config
 
@@ -91,3 +91,23 @@ def test_plan_and_summary_say_what_verification_does(tmp_path: Path) -> None:
     summary = verification_line(100.0, 20.0, 7, {"GET example.com": 3})
     assert summary.startswith("verification: 20.0% of session time (20.0 of 100.0 s), 7")
     assert "GET example.com 3" in summary
+
+
+def test_volatile_values_match_and_other_values_do_not(tmp_path: Path) -> None:
+    entries = [
+        _entry("GET", "http://shop/w?_=1732800000000", 200, text="ok"),
+        _entry("GET", "http://shop/slow.js?r=0.6180339887", 200, text="// js"),
+        _entry("GET", "http://shop/item?id=7", 200, text="seven"),
+    ]
+    har = tmp_path / "traffic.har"
+    har.write_text(json.dumps({"log": {"entries": entries}}))
+    recording = Recording.load(har)
+    # a cache-buster or a clock differs between the episode and its replay: the recording
+    assert recording.similar("GET", "http://shop/w?_=1732800099999")
+    assert recording.similar("GET", "http://shop/slow.js?r=0.1234567")
+    # another item, another path, another key: a GET the episode never made
+    assert not recording.similar("GET", "http://shop/item?id=8")
+    assert not recording.similar("GET", "http://shop/x?_=1732800099999")
+    assert not recording.similar("GET", "http://shop/w?t=1732800099999&extra=1")
+    assert same_body(b"item=widget&ts=1732800000000", b"item=widget&ts=1732800012345")
+    assert not same_body(b"item=widget", b"item=gadget")
