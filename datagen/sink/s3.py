@@ -21,7 +21,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from datagen.sink.listing import ObjectStat
-from datagen.sink.storage import check_key
+from datagen.sink.keys import check_key
 
 RETRIES = {"max_attempts": 10, "mode": "standard"}  # standard mode retries throttling and 5xx
 # 409 ConditionalRequestConflict: another conditional write of the key is in flight; S3 says to
@@ -64,7 +64,7 @@ class S3Storage:
         return self.prefix + key
 
     def _own(self, key: str) -> str:
-        """The full key of a key this storage may write or remove (`storage.check_key`)."""
+        """The full key of a key this storage may write or remove (`keys.check_key`)."""
         return self.prefix + check_key(key)
 
     def put(self, key: str, data: bytes) -> None:

@@ -7,9 +7,9 @@ Storage.stat(prefix)         sizes and modification times from one listing, no d
 Storage.remove_temp(age)     leftovers of writes that were killed (local temp files, S3
                              multipart uploads never completed)
 
-Every key written or removed is checked first (`check_key`): a relative path inside the root,
-no `..`, no empty or `.` part. Keys can come from control files a stranger may have edited
-(`_export.json`'s file lists); a key that leaves the root is refused, on disk and on S3 alike.
+Every key written or removed is checked first (`keys.check_key`): a relative path inside the
+root, no `..`, no empty or `.` part. Keys can come from control files a stranger may have
+edited (`_export.json`'s file lists); a key that leaves the root is refused, on disk and S3.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from stat import S_ISREG
 from typing import Any, Protocol
 
 from datagen.config import OutputConfig
+from datagen.sink.keys import check_key
 from datagen.sink.listing import ObjectStat
 
 
@@ -44,17 +45,6 @@ class Storage(Protocol):
 
 # LocalStorage.put's temp files: "." + the final name + "." + 8 random characters (`_open_temp`).
 TEMP_NAME = re.compile(r"^\.[^/]+\.(parquet|json|md|html)\.[a-z0-9_]{8}$")
-
-
-def check_key(key: str) -> str:
-    """`key` itself if it names an object inside the root; ValueError if it would leave it
-    (absolute, a `..` part) or is no plain name (empty, `.` or empty parts, a NUL byte). On S3
-    `prefix/../x` is a literal key, but a sync of the bucket to disk, or a reader that
-    normalizes it, puts it outside the prefix: refused there too."""
-    parts = key.split("/")
-    if not key or "\0" in key or any(p in ("", ".", "..") for p in parts):
-        raise ValueError(f"{key!r} is not a key inside the output (absolute, `..` or empty parts)")
-    return key
 
 
 class LocalStorage:
