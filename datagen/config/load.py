@@ -314,7 +314,7 @@ def _explain(err: Any) -> str:
         return f"- {where}: no 'type:' key. fix: add 'type:' ({err.get('ctx', {}).get('discriminator')})"
     value = err.get("input")
     shown = "" if isinstance(value, dict | list) else f" (got {value!r})"
-    if isinstance(value, str) and len(value) > SHOWN_CHARS:  # a 4 KB path, echoed whole, hides the line
+    if isinstance(value, str) and len(value) > SHOWN_CHARS:  # a 4 KB path would hide the line
         shown = f" (got {value[: SHOWN_CHARS // 2]!r}…, {len(value):,} characters)"
     message = str(err["msg"])
     if "fix:" in message:  # a validator's own message already says how

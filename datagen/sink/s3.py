@@ -20,8 +20,8 @@ from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from datagen.sink.listing import ObjectStat
 from datagen.sink.keys import check_key
+from datagen.sink.listing import ObjectStat
 
 RETRIES = {"max_attempts": 10, "mode": "standard"}  # standard mode retries throttling and 5xx
 # 409 ConditionalRequestConflict: another conditional write of the key is in flight; S3 says to

@@ -60,7 +60,7 @@ def test_local_storage_refuses_keys_that_leave_its_root(tmp_path: Path, key: str
 
 
 def test_ordinary_keys_pass() -> None:
-    from datagen.sink.storage import check_key
+    from datagen.sink.keys import check_key
 
     for key in ("_export.json", "data/train-part-00000.parquet", ".hidden.json.abcdefgh", "a.b"):
         assert check_key(key) == key

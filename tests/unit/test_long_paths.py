@@ -62,7 +62,7 @@ def test_bytes_count_not_characters() -> None:
 def test_the_schema_refuses_what_the_models_refuse(change: dict[str, Any]) -> None:
     data: dict[str, Any] = {"sources": [{"type": "sites"}], "output": {"uri": "out"}} | change
     assert list(jsonschema.Draft202012Validator(json_schema()).iter_errors(data))
-    with pytest.raises(ValueError, match="fix: a shorter name|at most 4095 characters"):
+    with pytest.raises(ValueError, match=r"fix: a shorter name|at most 4095 characters"):
         PipelineConfig.model_validate(data)
 
 

@@ -77,7 +77,11 @@ def test_a_mistyped_argument_fails_at_once_with_a_usage_line(
     env = _env(tmp_path)
     (tmp_path / "go").touch()  # the old script installed first: let it finish, not hang
     done = subprocess.run(
-        ["bash", str(SCRIPT), *args], env=env, capture_output=True, text=True, cwd=ROOT,
+        ["bash", str(SCRIPT), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
         timeout=WATCHDOG_S,
     )
     assert done.returncode == 2, done.stderr
@@ -96,8 +100,10 @@ def test_two_calls_at_once_install_once(tmp_path: Path) -> None:
             second = subprocess.Popen(command, env=env, cwd=ROOT, stderr=err)
         # the second waits for the lock (it says so), or, without one, starts installing too
         _until(
-            lambda: "waiting for another install" in waiting.read_text()
-            or sum(x.startswith("start") for x in _log(tmp_path)) > 1,
+            lambda: (
+                "waiting for another install" in waiting.read_text()
+                or sum(x.startswith("start") for x in _log(tmp_path)) > 1
+            ),
             "second call",
         )
         (tmp_path / "go").touch()
