@@ -7,8 +7,14 @@ names, credentials, and the registrable domain ("site") of a host.
     host ─► site_of() ─► registrable domain                 the Public Suffix List's
          ─► is_local_host() ─► loopback, IP literal, one label: told apart by port and path
 
-The ground floor: it imports the standard library and `publicsuffixlist` only, never another
-datagen module, so every layer may use it.
+The ground floor: it imports the standard library, `idna` and `publicsuffixlist` only, never
+another datagen module, so every layer may use it.
+
+Hosts of http(s) and ws(s) URLs are read as the URL Standard reads them (`split_url`,
+`web_host`), the reading Chromium loads: before, Python's `urlsplit` read `2852039166.`,
+`１２７．０．０．１`, `127.0.0.1%2e`, `localhost.` or `http:\\\\169.254.169.254` as names or no
+host at all, while Chromium loaded the metadata address or loopback. The UTS #46 mapping is
+the `idna` package's table (the Unicode consortium's data, as Chromium's ICU uses).
 
 The registrable domain comes from the Public Suffix List as the `publicsuffixlist` package
 bundles it (ICANN and private sections: `alice.github.io` and `bob.github.io` are two sites,
@@ -27,16 +33,14 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
-import socket
-from string import hexdigits
-from urllib.parse import SplitResult, parse_qsl, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, unquote_to_bytes, urlsplit, urlunsplit
 
+import idna
 from publicsuffixlist import PublicSuffixList
 
 WEB = ("http", "https")  # what a page, a scope and a start URL may be
 WEB_SCHEMES = frozenset({"http", "https", "ws", "wss"})  # what a browser of ours may connect to
 DEFAULT_PORTS = {"http": 80, "ws": 80, "https": 443, "wss": 443}
-FORBIDDEN_HOST = frozenset("<>\\^|") | {chr(c) for c in range(0x20)} | {"\x7f"}
 USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)[^/\s?#@]*@")
 
 
@@ -58,36 +62,129 @@ def split(url: str) -> SplitResult:
 
 def split_url(url: str) -> tuple[str, str, int | None]:
     """(scheme, host, port) of a URL, lower-cased, the host without IPv6 brackets, the port None
-    when the URL names none. `BadUrl` when it does not parse: `urlsplit` raises ValueError
-    for an unclosed `[`, and `.port` for a port out of range or not a number; and for a host
-    Chromium's parser refuses that Python's lets through (see `_host_problem`)."""
+    when the URL names none. For http(s) and ws(s) the host is read as the URL Standard (and so
+    Chromium) reads it (`web_host`): `http:\\\\2852039166.\\x` is `169.254.169.254`. `BadUrl` when
+    it does not parse: an unclosed `[`, a port out of range or not a number, a host the URL
+    Standard refuses (a forbidden code point, `999.1.1.1`)."""
+    text = url.strip(C0_OR_SPACE).translate(TAB_NEWLINE)
+    scheme, colon, rest = text.partition(":")
+    if colon and SCHEME.fullmatch(scheme) and scheme.lower() in WEB_SCHEMES:
+        try:
+            host, port = _authority(rest)
+        except BadUrl as exc:
+            raise BadUrl(f"cannot parse {url[:300]!r}: {exc}") from None
+        return scheme.lower(), host, port
     try:
         parts = urlsplit(url)
-        scheme, host, port = parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
+        return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
     except ValueError as exc:
         raise BadUrl(f"cannot parse {url[:300]!r}: {exc}") from None
-    problem = _host_problem(host) if scheme in WEB_SCHEMES else None
-    if problem is not None:
-        raise BadUrl(f"cannot parse {url[:300]!r}: {problem}")
-    return scheme, host, port
 
 
-def _host_problem(host: str) -> str | None:
-    """Why the URL Standard (Chromium) refuses a host Python accepts: a forbidden code point,
-    or a last label that is a number when the whole is no IPv4 address (`999.1.1.1`,
-    `1.2.3.4.5`). IPv6 hosts were checked by `urlsplit` already."""
-    if ":" in host:
+# The URL Standard's reading of a special scheme's authority (https://url.spec.whatwg.org/):
+# leading and trailing C0 controls and spaces are dropped, tabs and newlines removed anywhere;
+# after `http:` any run of `/` and `\` is skipped (`http:\\h`, `http:h`, `http:///h` all name h);
+# the authority ends at the first `/`, `\`, `?` or `#`; its credentials end at its last `@`.
+C0_OR_SPACE = "".join(map(chr, range(0x21)))
+TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
+SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
+AUTHORITY_END = re.compile(r"[/\\?#]")
+# Forbidden domain code points: what no host may hold once IDNA has mapped it.
+FORBIDDEN_DOMAIN = frozenset("#/:<>?@[\\]^|%") | {chr(c) for c in range(0x21)} | {"\x7f"}
+
+
+def _authority(rest: str) -> tuple[str, int | None]:
+    """(host, port) of what follows a special scheme's `:`; BadUrl names what is wrong."""
+    rest = rest.lstrip("/\\")
+    end = AUTHORITY_END.search(rest)
+    hostport = rest[: end.start() if end else len(rest)].rpartition("@")[2]
+    if hostport.startswith("["):
+        raw, bracket, after = hostport[1:].partition("]")
+        if not bracket or (after and not after.startswith(":")):
+            raise BadUrl("Invalid IPv6 URL")
+        return _ipv6(raw), _port(after[1:]) if after else None
+    raw, colon, port = hostport.partition(":")
+    return web_host(raw), _port(port) if colon else None
+
+
+def _port(text: str) -> int | None:
+    if not text:
+        return None  # `http://h:/`: no port, the default
+    if not (text.isascii() and text.isdigit()):
+        raise BadUrl(f"Port could not be cast to integer value as {text[:20]!r}")
+    if int(text) > 65535:
+        raise BadUrl("Port out of range 0-65535")
+    return int(text)
+
+
+def _ipv6(text: str) -> str:
+    if "%" in text:  # a zone id: the URL Standard has none
+        raise BadUrl("Invalid IPv6 URL")
+    try:
+        return ipaddress.IPv6Address(text).compressed
+    except ValueError:
+        raise BadUrl("Invalid IPv6 URL") from None
+
+
+def web_host(raw: str) -> str:
+    """A special URL's host as the URL Standard's host parser gives it (without IPv6's
+    brackets): percent-decoded as UTF-8, mapped by IDNA's UTS #46 table (fullwidth digits and
+    full stops, `。`, upper case: `１２７。０．０．１` is `127.0.0.1`), non-ASCII labels as
+    punycode (`xn--…`); a host whose last label is a number is an IPv4 address in any of its
+    forms (`2852039166.`, `0xA9FEA9FE`, `169.254.169.254.`), serialized dotted. "" for no host.
+    BadUrl for a host the standard refuses."""
+    if not raw:
+        return ""
+    domain = unquote_to_bytes(raw).decode("utf-8", errors="replace")
+    try:
+        mapped = idna.uts46_remap(domain, std3_rules=False, transitional=False)
+    except idna.IDNAError:
+        raise BadUrl("a host IDNA refuses") from None
+    ascii_host = ".".join(
+        label if label.isascii() else "xn--" + label.encode("punycode").decode("ascii")
+        for label in mapped.split(".")
+    )
+    if not ascii_host or any(c in FORBIDDEN_DOMAIN for c in ascii_host):
+        raise BadUrl("a forbidden character in the host")
+    if _ends_in_number(ascii_host):
+        return _ipv4(ascii_host)
+    return ascii_host
+
+
+def _ends_in_number(host: str) -> bool:
+    labels = host.split(".")
+    if labels[-1] == "" and len(labels) > 1:
+        labels.pop()
+    return labels[-1].isdigit() or _ipv4_number(labels[-1]) is not None
+
+
+def _ipv4_number(part: str) -> int | None:
+    """A part of an IPv4 host: decimal, `0x` hex or `0` octal (`0x` alone is 0); None if not."""
+    digits, base = part, 10
+    if part[:2].lower() == "0x":
+        digits, base = part[2:], 16
+    elif len(part) > 1 and part[0] == "0":
+        digits, base = part[1:], 8
+    allowed = "0123456789abcdefABCDEF"[: base + (6 if base == 16 else 0)]
+    if not part or not all(c in allowed for c in digits):  # never `int`'s `_`, `+` or spaces
         return None
-    if any(c in FORBIDDEN_HOST for c in host):
-        return "a forbidden character in the host"
-    last = host.removesuffix(".").rpartition(".")[2]
-    numeric = last.isdigit() or (last[:2] == "0x" and all(c in hexdigits for c in last[2:]))
-    if last.isascii() and numeric:
-        try:
-            socket.inet_aton(host.removesuffix("."))  # the URL Standard's IPv4 forms, and C's
-        except OSError:
-            return "not an IPv4 address, though it ends in a number"
-    return None
+    return int(digits, base) if digits else 0
+
+
+def _ipv4(host: str) -> str:
+    """The URL Standard's IPv4 parser: up to 4 parts (a trailing dot allowed), the last one
+    filling the bytes left. BadUrl when it is no address (`999.1.1.1`, `1.2.3.4.5`)."""
+    parts = host.split(".")
+    if parts[-1] == "" and len(parts) > 1:
+        parts.pop()
+    numbers = [_ipv4_number(p) for p in parts]
+    if len(parts) > 4 or None in numbers:
+        raise BadUrl("not an IPv4 address, though it ends in a number")
+    *head, last = [n for n in numbers if n is not None]
+    if any(n > 255 for n in head) or last >= 256 ** (4 - len(head)):
+        raise BadUrl("not an IPv4 address, though it ends in a number")
+    value = last + sum(n << (8 * (3 - i)) for i, n in enumerate(head))
+    return str(ipaddress.IPv4Address(value))
 
 
 def is_web(url: str) -> bool:
@@ -111,20 +208,22 @@ def origin(url: str) -> tuple[str, str, int]:
 
 
 def netloc(url: str) -> str:
-    """host[:port] of a URL as written, lower-cased and without `user:password@` ("" when it has
-    none or does not parse)."""
+    """host[:port] of a URL as `split_url` reads it (the port as written, if any), without
+    `user:password@` ("" when it has no host or does not parse)."""
     try:
-        return urlsplit(url).netloc.rpartition("@")[2].lower()
-    except ValueError:
+        _, host, port = split_url(url)
+    except BadUrl:
         return ""
+    shown = f"[{host}]" if ":" in host else host
+    return f"{shown}:{port}" if port is not None and host else shown
 
 
 def hostname(url: str) -> str:
-    """The host of a URL, lower-cased, without IPv6 brackets ("" when none or it does not
-    parse)."""
+    """The host of a URL as `split_url` reads it, without IPv6 brackets ("" when none or it
+    does not parse)."""
     try:
-        return urlsplit(url).hostname or ""
-    except ValueError:
+        return split_url(url)[1]
+    except BadUrl:
         return ""
 
 

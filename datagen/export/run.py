@@ -123,6 +123,7 @@ def _state(
     state = load_state(dst)
     if state is not None:
         check_same(state, run_id, applied)
+        _check_files(dst, state, fmt)
         return state
     foreign = [k for k in dst.list("") if not k.startswith(".") and k != CARD][:3]
     if foreign:
@@ -137,6 +138,27 @@ def _state(
         options=applied,
         split=SplitState(share=options.validation),
     )
+
+
+def shard_files(fmt: ExportFormat, shard: int) -> set[str]:
+    """Every key `_write_shard` may write for `shard` in `fmt`: the only names a state may list."""
+    name = f"part-{shard:05d}"
+    parts = {f"{config}/{split}-{name}.parquet" for config in fmt.schemas for split in SPLITS}
+    return parts | {f"failures/{name}.parquet"}
+
+
+def _check_files(dst: Storage, state: ExportState, fmt: ExportFormat) -> None:
+    """Refuse a state whose shards list files this export never writes: a redone shard's old
+    files are deleted by name, and an edited `_export.json` listing `../x` or `/etc/x` would
+    otherwise delete them."""
+    for shard, record in state.shards.items():
+        foreign = sorted(set(record.files) - shard_files(fmt, shard))
+        if foreign:
+            raise ExportError(
+                f"{dst.uri}/{STATE_KEY} lists {foreign[0]!r} for shard {shard}, not a file this "
+                "export writes: the state was edited; fix: export into another folder with "
+                "--to, or delete that one"
+            )
 
 
 def _tables(built: Built) -> tuple[dict[str, list[Row]], dict[str, int]]:

@@ -45,6 +45,12 @@ class Hosts(Protocol):
         """The host's cached robots.txt (None: not fetched); with `text`, cache it."""
         ...
 
+    async def blocked(self, key: str) -> str | None:
+        """The cause of the host's block if one is in force now, else None. Asked right before
+        a request to the host (the start load, robots.txt): a block that began after the task
+        got its session ends it there, as `host_blocked` (counted in the figures)."""
+        ...
+
     async def robots_turn(self, key: str) -> str | None:
         """The host's cached robots.txt, or None when the caller is to fetch it (it then
         caches it with `robots`, or reports a failure); waits while another task fetches."""

@@ -83,6 +83,15 @@ class HostBook:
             return None
         return host.cause or "failed repeatedly"
 
+    def refused(self, key: str) -> str | None:
+        """`blocked`, asked by a task about to load a page of `key` (it holds a session, taken
+        before the block began): the cause, and the task counted among the host's
+        `host_blocked` rejects; None when no block is in force."""
+        cause = self.blocked(key)
+        if cause is not None:
+            self._host(key).rejected += 1
+        return cause
+
     async def acquire(
         self, key: str, lease: str, owner: str = "", timeout_s: float | None = None
     ) -> tuple[str, str]:

@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 # Start-URL failures that count toward a block: the host, not the task, is at fault.
 HOST_FAILURES = (RejectReason.DNS_FAILED, RejectReason.UNREACHABLE)
 SLOW_STATUSES = (429, 503)
+BLOCKED = "is on the run's blocklist (run.hosts.block_after), first cause: "
 SUBRESOURCE_MAX_WAIT_S = 2.0  # a page's own requests wait this long for the host's pace at most
 
 
@@ -72,6 +73,9 @@ class LocalHosts:
 
     async def robots(self, key: str, text: str | None = None) -> str | None:
         return await self.book.robots(key, text)
+
+    async def blocked(self, key: str) -> str | None:
+        return self.book.refused(key)
 
     async def robots_turn(self, key: str) -> str | None:
         state, text = await self.book.robots_turn(key)
@@ -151,8 +155,7 @@ class HostTurn:
                 await asyncio.shield(hosts.release(key, self.lease))
             raise
         if cause is not None:
-            detail = f"{key} is on the run's blocklist (run.hosts.block_after), first cause: "
-            self._end(RejectReason.HOST_BLOCKED, detail + cause)
+            self._end(RejectReason.HOST_BLOCKED, f"{key} {BLOCKED}{cause}")
         else:
             self.held = True
             await self._pause(hosts, key)
@@ -205,6 +208,7 @@ async def open_start(session: Session, url: str, ctx: ShardContext) -> None:
             await _robots(session, url, key, hosts, config)
         await asyncio.sleep(await hosts.pace(key))  # the start load's turn
         await attach(session, hosts, config, paced=True)
+        await _not_blocked(hosts, key)  # blocked while this task waited for its turn: no load
         await session.goto(url)
     except NavigationFailed as exc:
         failed = exc.reason is RejectReason.NAVIGATION_FAILED and _status(str(exc)) >= 500
@@ -228,12 +232,23 @@ async def _vetted(session: Session, url: str) -> bool:
         raise NavigationFailed(f"{exc}: {url[:300]}", RejectReason.DNS_FAILED) from None
 
 
+async def _not_blocked(hosts: Hosts, key: str) -> None:
+    """NavigationFailed (`host_blocked`, a `task` reject) when the host was blocked since this
+    task got its session: its session came before the block (`HostTurn`), its load after it.
+    Before, with `block_after: 2`, six tasks on a host answering 502 made 4 loads: those
+    already holding a session loaded anyway."""
+    cause = await hosts.blocked(key)
+    if cause is not None:
+        raise NavigationFailed(f"{key} {BLOCKED}{cause}", RejectReason.HOST_BLOCKED)
+
+
 async def _robots(session: Session, url: str, key: str, hosts: Hosts, config: HostsConfig) -> None:
     """The host's robots.txt, fetched (paced) and cached if it is not yet; NavigationFailed
     (`robots_disallowed`) when it disallows the start URL."""
     text = await hosts.robots_turn(key)  # one task fetches it; the others wait for its answer
     if text is None:
         await asyncio.sleep(await hosts.pace(key))  # one request to the host, paced too
+        await _not_blocked(hosts, key)
         found = await fetch_robots(session, url, config.robots_timeout_s)
         pause = retry_after(found.retry_after)
         if found.status in SLOW_STATUSES and pause:

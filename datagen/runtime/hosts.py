@@ -73,6 +73,8 @@ class HostsExtension(SchedulerPlugin):
             return book.pace(key, kw.get("max_wait_s", 0))
         if what == "paused":
             return book.paused(key)
+        if what == "blocked":
+            return book.refused(key)
         if what == "report":
             return await book.report(key, kw["event"], kw.get("detail", ""), kw.get("after", 0))
         if what == "robots":
@@ -128,6 +130,10 @@ class SchedulerHosts:
 
     async def robots(self, key: str, text: str | None = None) -> str | None:
         found = await self._call("robots", key, text=text)
+        return None if found is None else str(found)
+
+    async def blocked(self, key: str) -> str | None:
+        found = await self._call("blocked", key)
         return None if found is None else str(found)
 
     async def robots_turn(self, key: str) -> str | None:

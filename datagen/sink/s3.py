@@ -20,6 +20,7 @@ from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from datagen.sink.keys import check_key
 from datagen.sink.listing import ObjectStat
 
 RETRIES = {"max_attempts": 10, "mode": "standard"}  # standard mode retries throttling and 5xx
@@ -62,9 +63,13 @@ class S3Storage:
     def _key(self, key: str) -> str:
         return self.prefix + key
 
+    def _own(self, key: str) -> str:
+        """The full key of a key this storage may write or remove (`keys.check_key`)."""
+        return self.prefix + check_key(key)
+
     def put(self, key: str, data: bytes) -> None:
         self.client.upload_fileobj(
-            io.BytesIO(data), self.bucket, self._key(key), Config=self.transfer
+            io.BytesIO(data), self.bucket, self._own(key), Config=self.transfer
         )
 
     def get(self, key: str) -> bytes:
@@ -80,7 +85,7 @@ class S3Storage:
         return True
 
     def delete(self, key: str) -> None:
-        self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
+        self.client.delete_object(Bucket=self.bucket, Key=self._own(key))
 
     def stat(self, prefix: str) -> dict[str, ObjectStat]:
         out = {}
@@ -96,7 +101,7 @@ class S3Storage:
         for attempt in range(CONFLICT_RETRIES):
             try:
                 self.client.put_object(
-                    Bucket=self.bucket, Key=self._key(key), Body=data, IfNoneMatch="*"
+                    Bucket=self.bucket, Key=self._own(key), Body=data, IfNoneMatch="*"
                 )
                 return True
             except ClientError as exc:

@@ -6,6 +6,10 @@ Storage.put_new(key, bytes)  the same, only if the key does not exist yet (atomi
 Storage.stat(prefix)         sizes and modification times from one listing, no downloads
 Storage.remove_temp(age)     leftovers of writes that were killed (local temp files, S3
                              multipart uploads never completed)
+
+Every key written or removed is checked first (`keys.check_key`): a relative path inside the
+root, no `..`, no empty or `.` part. Keys can come from control files a stranger may have
+edited (`_export.json`'s file lists); a key that leaves the root is refused, on disk and S3.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from stat import S_ISREG
 from typing import Any, Protocol
 
 from datagen.config import OutputConfig
+from datagen.sink.keys import check_key
 from datagen.sink.listing import ObjectStat
 
 
@@ -52,8 +57,12 @@ class LocalStorage:
     def _path(self, key: str) -> Path:
         return self.root / key
 
+    def _own(self, key: str) -> Path:
+        """The path of a key this storage may write or remove (`check_key`)."""
+        return self.root / check_key(key)
+
     def put(self, key: str, data: bytes) -> None:
-        path = self._path(key)
+        path = self._own(key)
         tmp = _write_temp(path, data)
         try:
             os.replace(tmp, path)
@@ -78,7 +87,7 @@ class LocalStorage:
         return not under_symlink(self.root, path) and path.is_file()
 
     def delete(self, key: str) -> None:
-        self._path(key).unlink(missing_ok=True)
+        self._own(key).unlink(missing_ok=True)
 
     def stat(self, prefix: str) -> dict[str, ObjectStat]:
         base = self._path(prefix)
@@ -100,7 +109,7 @@ class LocalStorage:
     def put_new(self, key: str, data: bytes) -> bool:
         """Write the whole file to a temp name, then hard-link it to its name: `link` fails if
         the name exists (atomic in the kernel), and a reader never sees a partial file."""
-        path = self._path(key)
+        path = self._own(key)
         tmp = _write_temp(path, data)
         try:
             os.link(tmp, path)

@@ -171,3 +171,28 @@ def test_robots_txt_is_fetched_through_the_egress_proxy_with_the_guard_on(
     result, _, _ = run(tmp_path, chromium, hosts, todo, browser=browser)
     assert result.reject_reasons == {"robots_disallowed": 2}, result
     assert [line[1] for line in log.lines] == ["/robots.txt"]
+
+
+def test_tasks_holding_a_session_when_their_host_is_blocked_load_nothing(
+    tmp_path: Path, chromium: str, stand_in: Any
+) -> None:
+    """Issue 42, item 9: with `block_after: 2`, three sessions on a host answering 502 and its
+    loads paced one a second, the first two loads block the host; the tasks that took their
+    session before that (and waited for their turn in the pace) end as host_blocked right
+    before their load. Before, the server saw 4 loads."""
+    log = Log(mode="fail", fail_status=502)
+    port = stand_in(log)
+    hosts = {
+        "max_sessions_per_host": 3,
+        "max_requests_per_second": 1,
+        "block_after": 2,
+        "respect_robots_txt": False,
+    }
+    result, book, _ = run(tmp_path, chromium, hosts, tasks("bad.test", port, 6))
+    loads = [line for line in log.lines if line[1] == "/page"]
+    assert len(loads) == 2, loads  # the server's own count: the two that blocked the host
+    assert result.reject_reasons == {"navigation_failed": 2, "host_blocked": 4}, result
+    rejects = read(tmp_path / "out", "rejects", 0)
+    blocked = [r for r in rejects if r["reason"] == "host_blocked"]
+    assert all(r["stage"] == "task" and "HTTP 502" in r["detail"] for r in blocked), blocked
+    assert book.figures()["bad.test"]["host_blocked_rejects"] == 4

@@ -70,3 +70,18 @@ def test_control_files_are_read_with_a_bound() -> None:
             read_small(storage, marker_key(2), MAX_MARKER_BYTES)
         with pytest.warns(UserWarning, match="shard 2 skipped"):
             assert [m.shard for m in read_markers(storage)] == [1]
+
+
+@pytest.mark.parametrize("key", ["../escape.json", "/abs.json", "a/../../b.json"])
+def test_put_and_delete_refuse_keys_that_leave_the_prefix(key: str) -> None:
+    """A key with `..` or a leading `/` is refused before any request (issue 42, item 1)."""
+    with moto_s3() as endpoint:
+        storage = S3Storage("s3://datagen-test/runs/r4/", endpoint_url=endpoint)
+        outside = S3Storage("s3://datagen-test/runs/", endpoint_url=endpoint)
+        outside.put("escape.json", b"{}")
+        for call in (storage.put, storage.put_new):
+            with pytest.raises(ValueError, match="not a key inside the output"):
+                call(key, b"{}")
+        with pytest.raises(ValueError, match="not a key inside the output"):
+            storage.delete(key)
+        assert outside.exists("escape.json") and storage.list("") == []

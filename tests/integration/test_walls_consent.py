@@ -111,6 +111,12 @@ ROBOT = (
     "end.</p><p>Share your score with friends, and tell us which film we forgot.</p>"
     "</body></html>"
 )
+# issue 42, item 10: a short article whose title (alone) says the words
+QUIZ_TITLE = (
+    HEAD + "<title>Are you a robot? Our quiz</title></head><body><h1>Our quiz</h1>"
+    "<p>Ten questions about the machines of novels and films, from R.U.R. to the androids of "
+    "the eighties.</p><a href='#start'>Start the quiz</a></body></html>"
+)
 CAPTCHA_HELP = (
     HEAD + "<title>Help: signing up</title></head><body><nav><a href='#a'>Home</a> <a href='#b'>"
     "Help</a> <a href='#c'>Support</a></nav><h1>Signing up</h1><p>Fill in your name and "
@@ -140,6 +146,7 @@ PAGES: dict[str, tuple[int, str]] = {
     "/long-form": (200, LONG_FORM),
     "/contact": (200, CONTACT),
     "/robot": (200, ROBOT),
+    "/quiz-title": (200, QUIZ_TITLE),
     "/captcha-help": (200, CAPTCHA_HELP),
     "/thin-challenge": (200, THIN_CHALLENGE),
     "/challenge": (403, CHALLENGE),
@@ -226,10 +233,10 @@ def test_a_bot_wall_is_a_reject_and_never_a_step(
 def test_a_wall_id_widget_or_word_on_a_page_of_its_own_is_no_wall(
     browser_plugin: ReadyPlugin, host: BrowserHost, site: str, tmp_path: Path
 ) -> None:
-    """The four ordinary pages record their steps; the thin challenge (200) and the 403 one
-    are still walls."""
+    """The five ordinary pages record their steps (a short article whose title alone says
+    "Are you a robot?" too); the thin challenge (200) and the 403 one are still walls."""
     click = (Click(x=600, y=700),)
-    ordinary = ("long-form", "contact", "robot", "captcha-help")
+    ordinary = ("long-form", "contact", "robot", "captcha-help", "quiz-title")
     names = (*ordinary, "thin-challenge", "challenge")
     tasks = [TaskSpec(id=n, start_url=f"{site}/{n}", instruction="x", actions=click) for n in names]
     tables = _run(browser_plugin, host, tmp_path, tasks)

@@ -84,6 +84,32 @@ def test_sessions_are_limited_and_a_block_ends_the_waiters() -> None:
     asyncio.run(main())
 
 
+def test_a_session_taken_before_the_block_is_refused_its_load_on_every_book() -> None:
+    """Issue 42, item 9: `blocked` (asked right before a load) says the cause once the host is
+    blocked and counts the task among its host_blocked rejects; the scheduler's book answers
+    the same over its handler."""
+    from datagen.pipeline.hosts import LocalHosts
+    from datagen.runtime.hosts import HostsExtension
+
+    async def main() -> None:
+        config = HostsConfig(max_sessions_per_host=3, block_after=2)
+        local = LocalHosts(config)
+        extension = HostsExtension()
+        await extension.handle("r", "open", config=config.model_dump())
+        for lease in ("a", "b", "c"):
+            assert await local.acquire("h", lease) is None  # three sessions, no block yet
+        assert await local.blocked("h") is None
+        assert await extension.handle("r", "blocked", "h") is None
+        for _ in range(2):
+            await local.report("h", "failure", "navigation_failed: HTTP 502")
+            await extension.handle("r", "report", "h", event="failure", detail="HTTP 502")
+        assert await local.blocked("h") == "navigation_failed: HTTP 502"
+        assert await extension.handle("r", "blocked", "h") == "HTTP 502"
+        assert local.figures()["h"]["host_blocked_rejects"] == 1
+
+    asyncio.run(main())
+
+
 def test_a_release_before_the_grant_abandons_the_lease() -> None:
     async def main() -> None:
         book = HostBook(HostsConfig(max_sessions_per_host=1))

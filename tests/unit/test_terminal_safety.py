@@ -205,7 +205,9 @@ def test_validate_warns_of_a_numeric_metadata_address(tmp_path: Path) -> None:
     task = {"id": "t", "start_url": "http://2852039166/latest/", "instruction": "x"}
     code, output = validate(pipeline(tmp_path, [task]))
     flat = " ".join(output.split())
-    assert code == 0 and "2852039166 is not a public address" in flat
+    # the host as Chromium reads it (issue 42, item 6), and the allow entry the guard matches
+    assert code == 0 and "169.254.169.254 is not a public address" in flat
+    assert 'add "169.254.169.254" to browser.allow' in flat
 
 
 def test_an_output_that_lists_but_cannot_be_written_is_refused(

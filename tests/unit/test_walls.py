@@ -21,7 +21,10 @@ ARTICLE = (
         (Signals(title="Just a moment...", markers=("#challenge-form",), status=403), "cloudflare"),
         (Signals(title="Just a moment...", text="Checking your browser", status=503), "cloudflare"),
         (Signals(cf_chl=True, text=ARTICLE, links=50), "cloudflare"),
-        (Signals(title="Attention Required! | Cloudflare", text="blocked"), "cloudflare"),
+        (
+            Signals(title="Attention Required! | Cloudflare", text="Sorry, you have been blocked"),
+            "cloudflare",
+        ),
         (Signals(iframes=("https://geo.captcha-delivery.com/captcha/?initialCid=x",)), "datadome"),
         (Signals(markers=("#px-captcha",), text="Press & Hold to confirm"), "perimeterx"),
         (Signals(markers=("#sec-if-cpt-container",)), "akamai"),
@@ -168,3 +171,23 @@ def test_a_widget_id_or_word_alone_on_a_page_of_its_own_is_no_wall(signals: Sign
 def test_real_walls_are_still_walls(signals: Signals, provider: str) -> None:
     wall = classify(signals)
     assert wall is not None and wall.provider == provider, wall
+
+
+QUIZ = (
+    "Our quiz. Ten questions about the machines of novels and films, from R.U.R. to the "
+    "androids of the eighties. Start the quiz"
+)
+
+
+@pytest.mark.parametrize(
+    "signals",
+    [
+        # issue 42, item 10: an ordinary short article, no challenge, no form: its title said it
+        Signals(title="Are you a robot? Our quiz", text=QUIZ, text_length=len(QUIZ), links=2),
+        Signals(title="I'm not a robot (2024 film)", text="A film.", text_length=7, links=1),
+        Signals(title="Just a moment...", text="A poem.", text_length=7, links=1),
+        Signals(title="Attention Required! | Cloudflare", text="Our post.", text_length=9),
+    ],
+)
+def test_a_title_alone_is_no_wall(signals: Signals) -> None:
+    assert classify(signals) is None
