@@ -142,6 +142,10 @@ class HostileEngine:
         self.port = 0
         self._runner: web.AppRunner | None = None
 
+    def answer(self, path: str, answers: Answer | Sequence[Answer]) -> None:
+        """From now on, answer `path` with `answers` (in turn)."""
+        self.routes[path] = _turns(answers)
+
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"

@@ -243,7 +243,9 @@ class EngineClient:
                 self._steer(controller, fraction, await self.metrics())
             except Exception as exc:  # unreachable, odd text, a gateway's page: keep the limit
                 if isinstance(exc, MetricsUnreadable):
-                    self.health.unreadable(str(exc))
+                    said = "metrics_unreadable" in self.health.raised
+                    self.health.unreadable(str(exc))  # once a run, with its fix
+                    warned = warned or not said  # that was this spell's warning
                 level = logging.DEBUG if warned else logging.WARNING
                 log.log(level, "%s/metrics unreadable (%s); in-flight limit stays %d",
                         self.url, exc, self.gate.limit)  # fmt: skip
