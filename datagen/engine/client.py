@@ -274,6 +274,7 @@ class EngineClient:
         timeout = _timeout(timeout_s) if timeout_s is not None else self._timeout
         call = _Call(uuid.uuid4().hex, time.perf_counter())
         attempt = 1
+        problems: dict[str, None] = {}  # each attempt's, in order, once: the error names them all
         while True:
             try:
                 status, raw = await self._send(body, call, timeout, role)
@@ -288,6 +289,7 @@ class EngineClient:
                 problem, bad = f"{type(exc).__name__}: {exc}", False
             except BadAnswer as exc:  # answered, but not a completion: like a 5xx
                 problem, bad = str(exc), True
+            problems[problem] = None
             if attempt > self.retries:
                 break
             self.stats.retries += 1
@@ -296,7 +298,7 @@ class EngineClient:
             attempt += 1
         self._count_failure("bad_answer" if bad else "unavailable")
         error = BadAnswer if bad else EngineUnavailable
-        raise error(f"{self.url}: {problem}, after {self.retries + 1} attempts")
+        raise error(f"{self.url}: {'; '.join(problems)}; after {self.retries + 1} attempts")
 
     async def _send(
         self, body: bytes, call: _Call, timeout: aiohttp.ClientTimeout, role: Caller

@@ -59,7 +59,7 @@ def test_an_answer_that_is_not_a_completion_is_retried_then_an_engine_error(kind
     with HostileEngine(chat=answer) as engine, pytest.raises(BadAnswer, match=says) as failure:
         chat(engine.url, retries=1)
     assert failure.value.reason == "engine_error"
-    assert "after 2 attempts" in str(failure.value)
+    assert "; after 2 attempts" in str(failure.value)
     assert engine.hits["/v1/chat/completions"] == 2  # retried like a 5xx, and bounded
 
 
