@@ -41,9 +41,8 @@ from datagen.engine.wire import (
     MAX_INFO_BYTES,
     Completion,
     completion,
-    decode_json,
     model_cards,
-    printable,
+    raise_for,
     read_bounded,
     redirected,
 )
@@ -197,7 +196,7 @@ class EngineClient:
         """The server's model cards (BadAnswer if /v1/models is not an OpenAI model list)."""
         status, body = await self._get("/v1/models")
         if status >= 300:
-            _raise_for(status, body)
+            raise_for(status, body)
         return model_cards(body)
 
     async def metrics(self) -> dict[str, float]:
@@ -282,7 +281,7 @@ class EngineClient:
                     return self._result(completion(raw), call, attempt)
                 if status < 500:  # a redirect or a 4xx: resending cannot help
                     self._count_failure("rejected")
-                    _raise_for(status, raw)
+                    raise_for(status, raw)
                 self.health.answered(status)
                 problem, bad = f"HTTP {status}", False
             except TRANSIENT as exc:  # connect errors, resets, timeouts
@@ -386,24 +385,3 @@ class _Call:
 
 def _timeout(seconds: float) -> aiohttp.ClientTimeout:
     return aiohttp.ClientTimeout(total=seconds, sock_connect=min(5.0, seconds))
-
-
-def _raise_for(status: int, raw: bytes) -> None:
-    """EngineRejected for a redirect (`raw`: where it points) or a 4xx/5xx with vLLM's error
-    envelope (or whatever text the body holds)."""
-    if 300 <= status < 400:
-        where = raw.decode(errors="replace")
-        raise EngineRejected(
-            status, "redirect", f"redirects to {where}; not followed. fix: engine.url the "
-            "server's own address"
-        )  # fmt: skip
-    try:
-        error = decode_json(raw, "error body")
-        error = error.get("error") if isinstance(error, dict) else error
-    except BadAnswer:
-        error = raw[:500].decode(errors="replace")
-    if isinstance(error, dict):
-        param = None if error.get("param") is None else printable(str(error["param"]), 200)
-        kind, message = str(error.get("type")), str(error.get("message"))
-        raise EngineRejected(status, printable(kind, 100), printable(message, 500), param)
-    raise EngineRejected(status, "", printable(str(error), 500))

@@ -204,6 +204,27 @@ def model_cards(raw: bytes) -> list[ModelInfo]:
     return out
 
 
+def raise_for(status: int, raw: bytes) -> None:
+    """EngineRejected for a redirect (`raw`: where it points) or a 4xx/5xx with vLLM's error
+    envelope (or whatever text the body holds)."""
+    if 300 <= status < 400:
+        where = raw.decode(errors="replace")
+        raise EngineRejected(
+            status, "redirect", f"redirects to {where}; not followed. fix: engine.url the "
+            "server's own address"
+        )  # fmt: skip
+    try:
+        error = decode_json(raw, "error body")
+        error = error.get("error") if isinstance(error, dict) else error
+    except BadAnswer:
+        error = raw[:500].decode(errors="replace")
+    if isinstance(error, dict):
+        param = None if error.get("param") is None else printable(str(error["param"]), 200)
+        kind, message = str(error.get("type")), str(error.get("message"))
+        raise EngineRejected(status, printable(kind, 100), printable(message, 500), param)
+    raise EngineRejected(status, "", printable(str(error), 500))
+
+
 def _shape(data: Any) -> str:
     if isinstance(data, dict):
         return "keys: " + (printable(", ".join(sorted(map(str, data))[:6]), 120) or "none")
