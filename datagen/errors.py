@@ -41,9 +41,11 @@ annotation reject, an HTTP answer).
     Exception
     ├── CheckNotBoolean            browser.failures     check.js gave no true/false → CheckFailed
     ├── NameNotResolved            browser.guard        DNS has no address for it → dns_failed
-    ├── EngineError                engine.client        a model call got no answer → PolicyFailure
-    │   ├── EngineRejected         engine.client        refused (HTTP 4xx): resending cannot help
-    │   └── EngineUnavailable      engine.client        no connection, timeouts or 5xx every time
+    ├── EngineError                engine.wire          a model call got no answer → PolicyFailure
+    │   ├── EngineRejected         engine.wire          refused (HTTP 4xx, a redirect): resending cannot help
+    │   ├── EngineUnavailable      engine.wire          no connection, timeouts or 5xx every time
+    │   └── BadAnswer              engine.wire          an answer not of its endpoint's shape or size
+    │       └── MetricsUnreadable  engine.wire          /metrics without finite gauges: limit kept
     ├── FileProblem                loading              a file is not text or YAML → ConfigError, …
     └── ApiError                   engine.sim.protocol  the stand-in's answer to a bad request
     ValueError

@@ -70,7 +70,7 @@ async def model_expressions(
             continue
         except EngineError as exc:
             out.rows.append(row)
-            out.problems.append((row, RejectReason.ENGINE_UNAVAILABLE, str(exc)))
+            out.problems.append((row, RejectReason(exc.reason), str(exc)))
             continue
         pixels = profile.to_pixels(point.x, point.y, image, obs.image_width, obs.image_height)
         x1, y1, x2, y2 = row.bbox_px

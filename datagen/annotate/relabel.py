@@ -25,7 +25,7 @@ from typing import Any
 from PIL import Image
 
 from datagen.config import RelabelConfig, RoleName
-from datagen.engine.client import EngineError, EngineRejected
+from datagen.engine.client import EngineError
 from datagen.engine.hindsight import HINDSIGHT, Frame, RelabelAnswer, RelabelVerdict
 from datagen.engine.profiles import ModelOutputError, SentImage, encode_screenshot
 from datagen.engine.roles import Engines
@@ -130,6 +130,6 @@ def _problem(exc: Exception, role: RoleName) -> tuple[RejectReason, str]:
     """The reject reason of a failed call, as the vlm policy names them."""
     if isinstance(exc, ModelOutputError):
         return RejectReason.MODEL_PARSE_ERROR, f"{role}: {exc}"
-    if isinstance(exc, EngineRejected):
-        return RejectReason.ENGINE_REJECTED, f"{role}: {exc}"
+    if isinstance(exc, EngineError):  # engine_rejected, engine_unavailable or engine_error
+        return RejectReason(exc.reason), f"{role}: {exc}"
     return RejectReason.ENGINE_UNAVAILABLE, f"{role}: {exc}"

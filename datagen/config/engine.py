@@ -55,7 +55,7 @@ class EngineConfig(Section):
         3,
         ge=0,
         le=10,
-        description="retries of connection errors, timeouts and 5xx",
+        description="retries of connection errors, timeouts, 5xx and answers that are not a completion",
         json_schema_extra=NEUTRAL,
     )
     ready_timeout_s: float = Field(

@@ -88,29 +88,46 @@ def check(
     api_key: Annotated[str | None, typer.Option(envvar="VLLM_API_KEY", help="bearer key")] = None,
     timeout: Annotated[float, typer.Option(help="seconds to wait for readiness")] = 10.0,
 ) -> None:
-    """What a user needs to know about an engine: model, context, health, queue."""
+    """What a user needs to know about an engine: model, context, health, queue. Exit 1 with
+    one line when it is not ready or an answer is not what vLLM gives (no redirect followed)."""
+    from rich.text import Text
+
     from datagen.engine.client import EngineClient, EngineError, ModelInfo
 
-    async def probe() -> tuple[ModelInfo, dict[str, float]]:
+    async def probe() -> tuple[ModelInfo, dict[str, float] | EngineError]:
         async with EngineClient(url, api_key=api_key, retries=0) as client:
             info = await client.wait_ready(timeout)
-            return info, await client.metrics()
+            try:
+                return info, await client.metrics()
+            except EngineError as exc:  # the model answered: say so, then what /metrics did
+                return info, exc
 
     try:
         info, metrics = asyncio.run(probe())
     except EngineError as exc:
-        console.print(f"[red]not ready:[/] {exc}")
+        console.print(Text("not ready: ", style="red") + Text(str(exc)), soft_wrap=True)
         raise typer.Exit(1) from None
-    table = Table(title=f"engine at {url}", show_header=False)
+    except ValueError as exc:  # the URL itself (credentials and a key, a bad port)
+        console.print(Text("error: ", style="red") + Text(str(exc)), soft_wrap=True)
+        raise typer.Exit(2) from None
+    table = Table(title=Text(f"engine at {url}"), show_header=False)
     table.add_row("health", "ok")
-    table.add_row("model", f"{info.id}  (owned by {info.owned_by})")
+    table.add_row("model", Text(f"{info.id}  (owned by {info.owned_by})"))
     table.add_row("max_model_len", str(info.max_model_len))
-    table.add_row("running", f"{metrics.get('vllm:num_requests_running', 0):g}")
-    table.add_row("waiting", f"{metrics.get('vllm:num_requests_waiting', 0):g}")
-    table.add_row("kv cache used", f"{metrics.get('vllm:kv_cache_usage_perc', 0) * 100:.1f}%")
+    if isinstance(metrics, dict):
+        table.add_row("running", f"{metrics['vllm:num_requests_running']:g}")
+        table.add_row("waiting", f"{metrics['vllm:num_requests_waiting']:g}")
+        table.add_row("kv cache used", f"{metrics['vllm:kv_cache_usage_perc'] * 100:.1f}%")
     console.print(table)
     if info.is_standin:
         console.print("[yellow]this is datagen's stand-in: its answers are not a model's[/]")
+    if not isinstance(metrics, dict):
+        console.print(
+            Text("metrics unreadable: ", style="red") + Text(str(metrics))
+            + Text("; fix: engine.url the vLLM server itself, or engine.control: static"),
+            soft_wrap=True,
+        )  # fmt: skip
+        raise typer.Exit(1)
 
 
 def serve_command(

@@ -11,11 +11,10 @@ aiohttp replaced httpx here because httpcore's pool scans every connection on ev
 
 What is actually sent is bounded by `gate`, a PriorityGate. Its limit is either fixed or steered
 by an InFlightController from the server's /metrics (`control()`). Retries cover connection
-errors, timeouts and 5xx, with capped jittered exponential backoff; never 4xx.
-
-    EngineError            base
-    ├── EngineRejected     4xx: the request itself is wrong (not retried)
-    └── EngineUnavailable  retries exhausted, or not ready in time
+errors, timeouts, 5xx and answers that are not a completion (`BadAnswer`), with capped jittered
+exponential backoff; never 4xx. No redirect is followed (a 307 would re-send the prompt and its
+screenshots, and the bearer key, wherever it points); every body is read with a byte bound and
+checked for its shape (datagen.engine.wire, whose docstring draws the exception tree).
 """
 
 from __future__ import annotations
@@ -32,66 +31,33 @@ from typing import Any, Protocol
 from urllib.parse import unquote
 
 import aiohttp
-from prometheus_client.parser import text_string_to_metric_families
 
 from datagen.config.roles import Caller
 from datagen.engine.control import EngineLoad, InFlightController, PriorityGate
 from datagen.engine.health import EngineWatchdog
+from datagen.engine.metrics import read_watched
+from datagen.engine.wire import (
+    MAX_ANSWER_BYTES,
+    MAX_INFO_BYTES,
+    Completion,
+    completion,
+    model_cards,
+    raise_for,
+    read_bounded,
+    redirected,
+)
+from datagen.engine.wire import STANDIN_KEY as STANDIN_KEY
+from datagen.engine.wire import BadAnswer as BadAnswer
+from datagen.engine.wire import EngineError as EngineError
+from datagen.engine.wire import EngineRejected as EngineRejected
+from datagen.engine.wire import EngineUnavailable as EngineUnavailable
+from datagen.engine.wire import MetricsUnreadable as MetricsUnreadable
+from datagen.engine.wire import ModelInfo as ModelInfo
 from datagen.url import without_userinfo
 
 log = logging.getLogger(__name__)
 KEEPALIVE_EXPIRY_S = 4.0  # below vLLM's VLLM_HTTP_TIMEOUT_KEEP_ALIVE (5 s)
-STANDIN_OWNER = "datagen-sim"
-STANDIN_KEY = "datagen_standin"  # the one key of the stand-in's model card that vLLM's lacks
-WATCHED_METRICS = (
-    "vllm:num_requests_running",
-    "vllm:num_requests_waiting",
-    "vllm:kv_cache_usage_perc",
-    "vllm:num_preemptions_total",
-    "vllm:prompt_tokens_total",  # the watchdog's: prompts processed…
-    "vllm:prefix_cache_hits_total",  # …and how many of their tokens came from the cache
-)
-KV_USAGE = "vllm:kv_cache_usage_perc"
 TRANSIENT = (aiohttp.ClientError, asyncio.TimeoutError)
-
-
-class EngineError(Exception):
-    """A model call that did not produce an answer."""
-
-    reason = "engine_error"
-
-
-class EngineRejected(EngineError):
-    """The server refused the request (HTTP 4xx); resending it would not help. Branch on
-    `status`, `kind` (the envelope's `type`) and `param`, never on `message` (its words change
-    between vLLM versions)."""
-
-    reason = "engine_rejected"
-
-    def __init__(self, status: int, kind: str, message: str, param: str | None = None) -> None:
-        where = f" [{param}]" if param else ""
-        super().__init__(f"HTTP {status} {kind}{where}: {message}")
-        self.status, self.kind, self.message, self.param = status, kind, message, param
-
-
-class EngineUnavailable(EngineError):
-    """Connection errors, timeouts or 5xx on every attempt."""
-
-    reason = "engine_unavailable"
-
-
-@dataclass(frozen=True)
-class ModelInfo:
-    id: str
-    max_model_len: int | None
-    owned_by: str
-    root: str = ""
-    standin_flag: bool = False  # the card's `datagen_standin` key
-
-    @property
-    def is_standin(self) -> bool:
-        """datagen's stand-in (its card's `datagen_standin`; older ones: `owned_by`)."""
-        return self.standin_flag or self.owned_by == STANDIN_OWNER
 
 
 @dataclass(frozen=True)
@@ -194,7 +160,8 @@ class EngineClient:
         """Poll /health (refused or 503 while the model loads), then read /v1/models.
 
         `refused_s`: give up after this long if nothing even listens (connection refused and
-        no answer yet), instead of waiting the whole `timeout_s` for a wrong port.
+        no answer yet), instead of waiting the whole `timeout_s` for a wrong port. A redirect
+        ends the wait at once: it is not followed, and it will not go away.
         """
         started = time.monotonic()
         deadline = started + timeout_s
@@ -203,10 +170,12 @@ class EngineClient:
         while time.monotonic() < deadline:
             try:
                 async with self._session().get(
-                    f"{self.url}/health", timeout=_timeout(5.0)
+                    f"{self.url}/health", timeout=_timeout(5.0), allow_redirects=False
                 ) as health:
-                    status = health.status
+                    status, where = health.status, redirected(health)
                 answered = True
+                if where is not None:
+                    raise BadAnswer(f"{self.url}/health redirects to {where} (not followed)")
                 if status == 200:
                     return (await self.models())[0]
                 last = f"/health answered {status}"
@@ -224,36 +193,35 @@ class EngineClient:
         raise EngineUnavailable(f"{self.url} not ready after {timeout_s:g}s ({last})")
 
     async def models(self) -> list[ModelInfo]:
+        """The server's model cards (BadAnswer if /v1/models is not an OpenAI model list)."""
         status, body = await self._get("/v1/models")
-        data = _json_or_raise(status, body)
-        return [
-            ModelInfo(m["id"], m.get("max_model_len"), m.get("owned_by", ""),
-                      m.get("root") or "", m.get(STANDIN_KEY) is True)
-            for m in data["data"]
-        ]  # fmt: skip
+        if status >= 300:
+            raise_for(status, body)
+        return model_cards(body)
 
     async def metrics(self) -> dict[str, float]:
-        """The engine's queue, cache and preemption figures. Counts are summed over label sets
-        (vLLM labels each data-parallel engine); the KV cache usage, a fraction per engine, is
-        the fullest engine's."""
-        status, body = await self._get("/metrics")
-        if status >= 400:
-            _json_or_raise(status, body)
-        wanted = [
-            line for line in body.decode().splitlines() if line.startswith(WATCHED_METRICS)
-        ]  # the rest (histograms) is most of the text and is not needed
-        out: dict[str, float] = {}
-        for family in text_string_to_metric_families("\n".join(wanted) + "\n"):
-            for sample in family.samples:
-                if sample.name == KV_USAGE:
-                    out[KV_USAGE] = max(out.get(KV_USAGE, 0.0), sample.value)
-                elif sample.name in WATCHED_METRICS:
-                    out[sample.name] = out.get(sample.name, 0.0) + sample.value
-        return out
+        """The engine's queue, cache and preemption figures (datagen.engine.metrics): counts
+        summed over label sets, the KV cache usage the fullest engine's. MetricsUnreadable if
+        the answer has no finite gauges; EngineUnavailable if there is no answer."""
+        try:
+            async with self._session().get(
+                f"{self.url}/metrics", timeout=_timeout(10.0), allow_redirects=False
+            ) as response:
+                return await read_watched(response)
+        except TRANSIENT as exc:
+            raise EngineUnavailable(f"{self.url}/metrics: {type(exc).__name__}: {exc}") from None
 
     async def _get(self, path: str) -> tuple[int, bytes]:
-        async with self._session().get(self.url + path, timeout=_timeout(10.0)) as response:
-            return response.status, await response.read()
+        """Status and body (bounded) of a GET; a redirect is a BadAnswer, never followed."""
+        try:
+            async with self._session().get(
+                self.url + path, timeout=_timeout(10.0), allow_redirects=False
+            ) as response:
+                if (where := redirected(response)) is not None:
+                    raise BadAnswer(f"{self.url}{path} redirects to {where} (not followed)")
+                return response.status, await read_bounded(response, MAX_INFO_BYTES, path)
+        except TRANSIENT as exc:
+            raise EngineUnavailable(f"{self.url}{path}: {type(exc).__name__}: {exc}") from None
 
     # ------------------------------------------------------------------ in-flight control
 
@@ -263,117 +231,138 @@ class EngineClient:
         """Steer `gate.limit` to `fraction` of the controller's total, reading /metrics every
         `interval_s` (jittered, so workers don't read in step). When the engine preempts and
         more is in flight than the new limit, the excess is shed (aborted and queued again
-        here; `PriorityGate.shed` picks which). Runs until cancelled; a failed read keeps the
-        last limit."""
+        here; `PriorityGate.shed` picks which). Runs until cancelled: a reading that fails in
+        any way keeps the last limit, with one warning for the client's life; an unreadable one
+        (not vLLM's gauges, non-finite values) also raises the watchdog's `metrics_unreadable`."""
         self.gate.limit = min(self.max_in_flight, math.ceil(controller.total * fraction))
         warned = False
         while True:
             await asyncio.sleep(interval_s * random.uniform(0.8, 1.2))
             try:
-                values = await self.metrics()
-                load = EngineLoad.from_metrics(values)
+                self._steer(controller, fraction, await self.metrics())
             except Exception as exc:  # unreachable, odd text, a gateway's page: keep the limit
+                if isinstance(exc, MetricsUnreadable):
+                    said = "metrics_unreadable" in self.health.raised
+                    self.health.unreadable(str(exc))  # once a run, with its fix
+                    warned = warned or not said  # that was this spell's warning
                 level = logging.DEBUG if warned else logging.WARNING
                 log.log(level, "%s/metrics unreadable (%s); in-flight limit stays %d",
                         self.url, exc, self.gate.limit)  # fmt: skip
                 warned = True
-                continue
-            self.health.read(values)
-            total = controller.update(load)
-            self.gate.limit = min(self.max_in_flight, math.ceil(total * fraction))
-            if controller.last_reason == "memory" and self.gate.active > self.gate.limit:
-                self.gate.shed(self.gate.active - self.gate.limit)
+
+    def _steer(
+        self, controller: InFlightController, fraction: float, values: dict[str, float]
+    ) -> None:
+        """One reading applied: the watchdog sees it, the controller turns it into a limit."""
+        load = EngineLoad.from_metrics(values)
+        self.health.read(values)
+        total = controller.update(load)
+        self.gate.limit = min(self.max_in_flight, math.ceil(total * fraction))
+        if controller.last_reason == "memory" and self.gate.active > self.gate.limit:
+            self.gate.shed(self.gate.active - self.gate.limit)
 
     # ------------------------------------------------------------------ chat
 
     async def chat(
         self, payload: dict[str, Any], *, timeout_s: float | None = None, role: Caller = None
     ) -> ChatResult:
-        """One chat completion, retried on transient failures, through `role`'s gate share."""
-        base_id = uuid.uuid4().hex
+        """One chat completion through `role`'s gate share, retried on transient failures and
+        on answers that are not a completion; those last end as BadAnswer (`engine_error`)."""
         body = json.dumps(payload, separators=(",", ":")).encode()
         self.health.sent(payload)
         timeout = _timeout(timeout_s) if timeout_s is not None else self._timeout
-        started = time.perf_counter()
-        queued = 0.0
-        problem = ""
-        attempt = sends = 1
-        sheds = 0
+        call = _Call(uuid.uuid4().hex, time.perf_counter())
+        attempt = 1
+        problems: dict[str, None] = {}  # each attempt's, in order, once: the error names them all
         while True:
             try:
-                asked = time.perf_counter()
-                async with self.gate.slot(role or "", sheds) as ticket:
-                    sent = time.perf_counter()
-                    queued += sent - asked
-                    work = ticket.work = asyncio.ensure_future(
-                        self._post(body, f"{base_id}-{sends}", timeout)
-                    )
-                    sends += 1
-                    try:
-                        status, raw = await work
-                    except asyncio.CancelledError:
-                        current = asyncio.current_task()
-                        if not ticket.shed or (current is not None and current.cancelling()):
-                            work.cancel()
-                            raise
-                        self.stats.shed += 1  # the engine thrashed: queue again, not an attempt
-                        sheds += 1
-                        continue
-            except TRANSIENT as exc:  # connect errors, resets, timeouts
-                problem = f"{type(exc).__name__}: {exc}"
-            else:
-                if status < 400:
-                    return self._result(raw, started, attempt, queued, sent)
-                if status < 500:
+                status, raw = await self._send(body, call, timeout, role)
+                if status < 300:
+                    return self._result(completion(raw), call, attempt)
+                if status < 500:  # a redirect or a 4xx: resending cannot help
                     self._count_failure("rejected")
-                    _json_or_raise(status, raw)
+                    raise_for(status, raw)
                 self.health.answered(status)
-                problem = f"HTTP {status}"
+                problem, bad = f"HTTP {status}", False
+            except TRANSIENT as exc:  # connect errors, resets, timeouts
+                problem, bad = f"{type(exc).__name__}: {exc}", False
+            except BadAnswer as exc:  # answered, but not a completion: like a 5xx
+                problem, bad = str(exc), True
+            problems[problem] = None
             if attempt > self.retries:
                 break
             self.stats.retries += 1
             log.info("engine call failed (%s), attempt %d, retrying", problem, attempt)
             await asyncio.sleep(self._backoff(attempt))
             attempt += 1
-        self._count_failure("unavailable")
-        raise EngineUnavailable(f"{self.url}: {problem} after {self.retries + 1} attempts")
+        self._count_failure("bad_answer" if bad else "unavailable")
+        error = BadAnswer if bad else EngineUnavailable
+        raise error(f"{self.url}: {'; '.join(problems)}; after {self.retries + 1} attempts")
+
+    async def _send(
+        self, body: bytes, call: _Call, timeout: aiohttp.ClientTimeout, role: Caller
+    ) -> tuple[int, bytes]:
+        """One attempt through the gate. A shed request (the engine thrashed) queues and goes
+        again, which is not a new attempt."""
+        while True:
+            asked = time.perf_counter()
+            async with self.gate.slot(role or "", call.sheds) as ticket:
+                call.sent = time.perf_counter()
+                call.queued += call.sent - asked
+                work = ticket.work = asyncio.ensure_future(
+                    self._post(body, f"{call.id}-{call.sends}", timeout)
+                )
+                call.sends += 1
+                try:
+                    answer: tuple[int, bytes] = await work
+                    return answer
+                except asyncio.CancelledError:
+                    current = asyncio.current_task()
+                    if not ticket.shed or (current is not None and current.cancelling()):
+                        work.cancel()
+                        raise
+                    self.stats.shed += 1
+                    call.sheds += 1
 
     async def _post(
         self, body: bytes, request_id: str, timeout: aiohttp.ClientTimeout
     ) -> tuple[int, bytes]:
+        """Status and body (bounded; for a redirect, where it points: never followed, or the
+        prompt and its screenshots would go there)."""
         headers = {"Content-Type": "application/json", "X-Request-Id": request_id}
         async with self._session().post(
-            f"{self.url}/v1/chat/completions", data=body, headers=headers, timeout=timeout
+            f"{self.url}/v1/chat/completions",
+            data=body,
+            headers=headers,
+            timeout=timeout,
+            allow_redirects=False,
         ) as response:
-            return response.status, await response.read()
+            if (where := redirected(response)) is not None:
+                return response.status, where.encode()
+            limit = MAX_ANSWER_BYTES if response.status < 400 else MAX_INFO_BYTES
+            return response.status, await read_bounded(response, limit, "chat answer")
 
     def _backoff(self, attempt: int) -> float:
         """Full jitter: uniform in [0, min(cap, base·2^(attempt-1))]."""
         return random.uniform(0, min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1)))
 
-    def _result(
-        self, raw: bytes, started: float, attempts: int, queued: float, sent: float
-    ) -> ChatResult:
-        data = json.loads(raw)
-        choice = data["choices"][0]
-        message = choice.get("message") or {}
-        usage = data.get("usage") or {}
-        latency = (time.perf_counter() - started) * 1000
+    def _result(self, answer: Completion, call: _Call, attempts: int) -> ChatResult:
+        now = time.perf_counter()
         result = ChatResult(
-            content=message.get("content") or "",
-            reasoning=message.get("reasoning") or message.get("reasoning_content"),
-            finish_reason=choice.get("finish_reason") or "",
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
-            latency_ms=latency,
+            content=answer.content,
+            reasoning=answer.reasoning,
+            finish_reason=answer.finish_reason,
+            prompt_tokens=answer.prompt_tokens,
+            completion_tokens=answer.completion_tokens,
+            latency_ms=(now - call.started) * 1000,
             attempts=attempts,
-            request_id=data.get("id", ""),
-            model=data.get("model", ""),
-            queued_ms=queued * 1000,
+            request_id=answer.request_id,
+            model=answer.model,
+            queued_ms=call.queued * 1000,
         )
         stats = self.stats
         stats.requests += 1
-        stats.engine_ms += (time.perf_counter() - sent) * 1000
+        stats.engine_ms += (now - call.sent) * 1000
         stats.prompt_tokens += result.prompt_tokens
         stats.completion_tokens += result.completion_tokens
         return result
@@ -382,19 +371,17 @@ class EngineClient:
         self.stats.failures[kind] = self.stats.failures.get(kind, 0) + 1
 
 
+@dataclass
+class _Call:
+    """One chat call's bookkeeping across its attempts and sheds."""
+
+    id: str
+    started: float
+    queued: float = 0.0  # seconds spent waiting for a slot
+    sent: float = 0.0  # when the last send got its slot
+    sends: int = 1
+    sheds: int = 0
+
+
 def _timeout(seconds: float) -> aiohttp.ClientTimeout:
     return aiohttp.ClientTimeout(total=seconds, sock_connect=min(5.0, seconds))
-
-
-def _json_or_raise(status: int, raw: bytes) -> Any:
-    """The decoded body of a success; EngineRejected with vLLM's error envelope otherwise."""
-    if status < 400:
-        return json.loads(raw)
-    try:
-        error = json.loads(raw).get("error")
-    except (ValueError, AttributeError):
-        error = raw.decode(errors="replace")
-    if isinstance(error, dict):
-        param = None if error.get("param") is None else str(error["param"])
-        raise EngineRejected(status, str(error.get("type")), str(error.get("message")), param)
-    raise EngineRejected(status, "", str(error))

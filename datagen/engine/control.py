@@ -45,6 +45,11 @@ class EngineLoad:
 
     @classmethod
     def from_metrics(cls, values: dict[str, float]) -> EngineLoad:
+        """The load of a reading; ValueError if a gauge is not a finite, non-negative number
+        (a NaN would otherwise reach `round()` in the clamp, an infinity pin the floor)."""
+        for name, value in values.items():
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f"{name} is {value}")
         return cls(
             running=values.get("vllm:num_requests_running", 0.0),
             waiting=values.get("vllm:num_requests_waiting", 0.0),
@@ -81,7 +86,11 @@ class InFlightController:
         return int(max(self.floor, min(self.ceiling, round(value))))
 
     def update(self, load: EngineLoad) -> int:
-        """Read the gauges once; returns the new total budget."""
+        """Read the gauges once; returns the new total budget. A load with a value that is not
+        finite is no reading: the budget stays."""
+        gauges = (load.running, load.waiting, load.kv_usage, load.preemptions)
+        if not all(map(math.isfinite, gauges)):
+            return self.total
         preempted = self._preemptions is not None and load.preemptions > self._preemptions
         self._preemptions = load.preemptions
         running, waiting, kv = load.running, load.waiting, load.kv_usage

@@ -8,7 +8,8 @@
 A degraded engine still answers, so nothing fails; throughput or latency just get worse. Each
 condition is named once, with what to do (CONDITIONS). The metric conditions need readings of
 /metrics, which the adaptive in-flight control makes (`engine.control: adaptive`, the default);
-with `static` control only the answers are watched.
+with `static` control only the answers are watched. A /metrics answer that gives no usable
+gauges is itself a condition (`metrics_unreadable`): the control then steers blind.
 """
 
 from __future__ import annotations
@@ -54,6 +55,14 @@ CONDITIONS = {
             "inside the engine)",
             "read the vLLM server's log for the engine's exception; a dead engine needs a "
             "restart (VLLM_KEEP_ALIVE_ON_ENGINE_DEATH keeps the port but not the engine)",
+        ),
+        Condition(
+            "metrics_unreadable",
+            "/metrics gives no finite queue and KV cache gauges (another server's page, a "
+            "redirect, an error, NaN or infinite values, or more than its byte bound): the "
+            "in-flight limit stays where it was",
+            "point engine.url at the vLLM server itself, not a gateway or proxy page; or set "
+            "engine.control: static (a fixed engine.max_in_flight)",
         ),
         Condition(
             "kv_thrash",
@@ -115,6 +124,10 @@ class EngineWatchdog:
         its preprocessing refuses)."""
         if status >= 500:
             self.raise_("server_errors", f"HTTP {status}")
+
+    def unreadable(self, why: str) -> None:
+        """A /metrics answer without usable gauges: the control holds its limit blind."""
+        self.raise_("metrics_unreadable", why)
 
     def read(self, values: dict[str, float], now: float | None = None) -> None:
         """One reading of /metrics (summed over the engine's label sets), taken at `now`

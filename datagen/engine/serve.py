@@ -90,5 +90,19 @@ def check_flags(command: list[str], python: str, timeout_s: float = 300.0) -> tu
     if done.returncode != 0 or not lines:
         tail = done.stderr.strip().splitlines()[-3:]
         raise RuntimeError(f"{python} could not run vLLM's parser: {' | '.join(tail)}")
-    report = json.loads(lines[-1])
-    return str(report["version"]), [str(e) for e in report["errors"]]
+    return _report(lines[-1], python)
+
+
+def _report(line: str, python: str) -> tuple[str, list[str]]:
+    """The parser's report line: {"version": str, "errors": [str]}; RuntimeError for any other
+    line (a program that is not vLLM's parser)."""
+    try:
+        report = json.loads(line)
+    except (ValueError, RecursionError):
+        report = None
+    version = report.get("version") if isinstance(report, dict) else None
+    errors = report.get("errors") if isinstance(report, dict) else None
+    if not isinstance(version, str) or not isinstance(errors, list):
+        said = "".join(c if c.isprintable() else "?" for c in line[:120])
+        raise RuntimeError(f"{python} answered {said!r}, not as vLLM's parser does")
+    return version, [str(e) for e in errors]

@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 from datagen.config import RoleName, VlmPolicyConfig
-from datagen.engine.client import ChatResult, EngineError, EngineRejected
+from datagen.engine.client import ChatResult, EngineError
 from datagen.engine.profiles import (
     PROFILES,
     ModelOutputError,
@@ -150,10 +150,8 @@ class VlmPolicy:
             parsed, result = await self.engines.ask(role, messages, schema, model)
         except ModelOutputError as exc:
             raise PolicyFailure(RejectReason.MODEL_PARSE_ERROR, f"{role}: {exc}") from None
-        except EngineRejected as exc:
-            raise PolicyFailure(RejectReason.ENGINE_REJECTED, f"{role}: {exc}") from None
-        except EngineError as exc:
-            raise PolicyFailure(RejectReason.ENGINE_UNAVAILABLE, f"{role}: {exc}") from None
+        except EngineError as exc:  # its reason: engine_rejected, _unavailable or _error
+            raise PolicyFailure(RejectReason(exc.reason), f"{role}: {exc}") from None
         calls.append((role, result))
         return parsed
 

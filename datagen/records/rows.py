@@ -23,6 +23,7 @@ class RejectReason(StrEnum):
     BROWSER_ERROR = "browser_error"
     ENGINE_UNAVAILABLE = "engine_unavailable"
     ENGINE_REJECTED = "engine_rejected"
+    ENGINE_ERROR = "engine_error"  # answers that are not a completion (cut off, HTML, too big)
     MODEL_PARSE_ERROR = "model_parse_error"
     MODEL_OFF_SCREEN = "model_off_screen"
     ROUND_TRIP_MISS = "round_trip_miss"

@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 from datagen.config import RoleConfig, RoleName, VlmPolicyConfig
-from datagen.engine.client import EngineRejected, EngineUnavailable
+from datagen.engine.client import BadAnswer, EngineRejected, EngineUnavailable
 from datagen.policy import PolicyFailure
 from datagen.policy.translate import SCROLL_FRACTION
 from datagen.policy.vlm import VlmPolicy
@@ -222,6 +222,7 @@ def test_a_malformed_localizer_answer_is_rejected_as_the_localizer(
     [
         (EngineRejected(400, "BadRequestError", "too many images"), RejectReason.ENGINE_REJECTED),
         (EngineUnavailable("down after 4 attempts"), RejectReason.ENGINE_UNAVAILABLE),
+        (BadAnswer("chat answer: an HTML page, not JSON"), RejectReason.ENGINE_ERROR),
     ],
 )
 def test_engine_errors_become_reject_reasons(
