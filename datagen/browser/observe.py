@@ -37,7 +37,14 @@ from datagen.records import Box, Element, Observation
 
 log = logging.getLogger(__name__)
 _HERE = Path(__file__).parent
-ELEMENTS_JS = (_HERE / "elements.js").read_text(encoding="utf-8")
+# elements.js includes drawn.js (what text the screen draws: issue 44) where it says so
+_INCLUDE = "/*@include drawn.js*/"
+ELEMENTS_JS = (
+    (_HERE / "elements.js")
+    .read_text(encoding="utf-8")
+    .replace(_INCLUDE, (_HERE / "drawn.js").read_text(encoding="utf-8").strip().rstrip(";"))
+)
+assert _INCLUDE not in ELEMENTS_JS, "elements.js: drawn.js not included"
 SETTLE_JS = (_HERE / "settle.js").read_text(encoding="utf-8")
 STABILITY_JS = (_HERE / "stability.js").read_text(encoding="utf-8")
 WALLS_JS = (_HERE / "walls.js").read_text(encoding="utf-8")

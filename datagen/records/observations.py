@@ -38,7 +38,8 @@ class Element(Frozen):
         description="the accessible name as assistive technology computes it (aria-labelledby, "
         "aria-label, label, value, alt, own text, title), shown on the screen or not",
     )
-    text: str = Field("", description="own text; a field's value; a drop-down's shown option")
+    text: str = Field("", description="own text as the screen draws it (issue 44); a field's value; a drop-down's "
+        "shown option")
     placeholder: str = ""
     input_type: str = ""
     selector: str
