@@ -153,6 +153,10 @@
   // textbox."`): any short visible text, an instruction included, since it names nothing.
   const ANCHOR_CHARS = 80;
   const anchorLike = (t) => !!t && t.length <= ANCHOR_CHARS && /\p{L}/u.test(t);
+  // The drawn text nearest an unnamed control, and the groups of like controls (groups.js).
+  const { nearestText, group, boxOf } = (/*@include groups.js*/)(
+    { clean, parentOf, within, drawnRect, anchorLike });
+  const nearOf = (el) => (el.ownerDocument === document ? nearestText(boxOf(el), el) : null);
   // The label-like text in the element's own control row: on its line (left or right of it)
   // or, for a field, just above its left edge. Looked for in the nearest ancestors that are
   // still one row high (at most three times the element's height): that is the bound on
@@ -201,6 +205,9 @@
         } else if (prefer.includes('above') && r.bottom <= b.top + 2 && b.top - r.bottom <= ABOVE_GAP &&
           r.left >= b.left - 16 && r.left <= b.left + Math.min(b.width / 2, 120)) {
           side = 'above'; gap = b.top - r.bottom;
+        } else if (prefer.includes('below') && r.top >= b.bottom - 2 && r.top - b.bottom <= ABOVE_GAP &&
+          r.left >= b.left - 16 && r.left <= b.left + Math.min(b.width / 2, 120)) {
+          side = 'below'; gap = r.top - b.bottom;  // drawn below it (whatever the DOM order)
         }
         if (!side || gap > ROW_GAP || (naming && side !== 'above' && between(r))) continue;
         found.push({ text, side, gap, label: !!lab && !lab.control });
@@ -328,7 +335,10 @@
     if (glyph) return [glyph, 'glyph', near];
     const icon = iconOf(el);
     if (icon) return [icon, 'icon', near];
-    const around = near || rowText(el, ['left', 'right', 'above'], false, true);
+    // an element of no role (a clickable cell, a card) with nothing in its row: the drawn
+    // text nearest it, on whichever side it is drawn
+    const around = near || rowText(el, ['left', 'right', 'above'], false, true) ||
+      (role === 'generic' ? nearOf(el) : null);
     return ['', drawsGraphic(el) ? 'graphic' : '', around];
   };
   const selectedText = (el) => {  // what a closed single <select> shows
@@ -613,6 +623,12 @@
     if (popups.some((p) => p.el !== sources[i] && b.x < p.x2 && b.x + b.width > p.x1 &&
       b.y < p.y2 && b.y + b.height > p.y1)) e.hit = false;  // under the open list
   });
+
+  // Groups of like controls around the ones with no words of their own (groups.js).
+  // (elements of no role only: a clickable cell, a card; controls keep their row's words)
+  const wordless = (e) => e.role === 'generic' && !e.name && !e.text &&
+    (e.name_source === '' || e.name_source === 'graphic');
+  group(out.map((e, i) => ({ el: sources[i], e })), wordless);
 
   // Context (nearest heading, legend or labelled region) only where two elements would
   // otherwise read the same: it costs a search per ancestor.

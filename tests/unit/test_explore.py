@@ -279,7 +279,7 @@ def test_a_list_emptied_by_its_delete_button_is_where_the_next_add_starts() -> N
     delete = element(8, name="Delete", box={"x": 170, "y": 60, "width": 40, "height": 20})
     empty, one = observation([text_field()]), observation([text_field(), item, delete])
     policy = make_policy(NO_ENTER_FIRST, TASK, seed=0)
-    click, typed = decide_all(policy, empty, 2)
+    _click, typed = decide_all(policy, empty, 2)
     assert isinstance(typed.action, TypeText)
     holding = observation([text_field(text=typed.action.text)])
     assert asyncio.run(policy.decide(holding, TASK)).action == Key(combo="Enter")
