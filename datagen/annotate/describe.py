@@ -55,6 +55,7 @@ from datagen.annotate.grounding import (
     ROLE_NOUNS,
     Expression,
     base_expression,
+    group_form,
     quote,
     reading_order,
 )
@@ -151,6 +152,9 @@ def _phrase(obs: Observation, target: Element, point: tuple[float, float] | None
     """`the second "Submit" button`, `the "Email" field`, `the button right of "Buy milk"`,
     `the second checkbox` (never coordinates: every element has words, issue 34)."""
     expression = _expression(target)
+    grouped = group_form(target, expression)
+    if grouped is not None and expression.kind != "relation":
+        return grouped.render()  # no words, no text beside it: its place in its group
     words = expression.render(state=False)
     same = _same(obs.elements, words)
     if len(same) < 2 or not any(_is(e, target) for e in same):
@@ -160,8 +164,12 @@ def _phrase(obs: Observation, target: Element, point: tuple[float, float] | None
         said = anchored.render(state=False)
         if len(_same(obs.elements, said, anchored=True)) < 2:
             return said
+    if grouped is not None:
+        return grouped.render()
     place = _place(same, target)
-    return expression.render(place, state=False) if place else words
+    # an ordinal says among which: `the second of two checkboxes` for one with no words
+    of = 0 if expression.words else len(same)
+    return expression.render(place, state=False, of=of) if place else words
 
 
 def _same(elements: Sequence[Element], words: str, *, anchored: bool = False) -> list[Element]:

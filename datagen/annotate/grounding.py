@@ -65,7 +65,10 @@ def icon_word(name: str) -> str:
 ICON_NOUNS = {"button": "icon button", "link": "icon link"}
 # A relational expression says where the element is from its anchor text: the anchor lies to
 # the element's left, so the element is right of it.
-RELATION = {"left": "right of", "right": "left of", "above": "below"}
+RELATION = {"left": "right of", "right": "left of", "above": "below", "below": "above"}
+# What a group member with no words is called, by how the group is laid (issue 44): a grid's
+# `cell`, else an `item` of its row, column or list (a role's own noun wins: `checkboxes`).
+GROUP_NOUNS = {"grid": "cell"}
 ORDINALS: tuple[str, ...] = (
     *("first", "second", "third", "fourth", "fifth"),
     *("sixth", "seventh", "eighth", "ninth", "tenth"),
@@ -120,8 +123,13 @@ class Expression:
     icon: str = ""  # the icon's word (unquoted: it is drawn, not written)
     colour: str = ""  # an unnamed shape's colour
     anchor: str = ""  # label-like text beside it in its row
-    side: str = ""  # where the anchor lies: left | right | above
-    kind: str = ""
+    side: str = ""  # where the anchor lies: left | right | above | below
+    kind: str = ""  # `group`: said by its place in its group (`expressions` calls it position)
+    group_size: int = 0  # the like controls of its group (a grid's cells)
+    group_index: int = 0  # its place among them in reading order
+    group_kind: str = ""  # grid | row | column | list
+    group_anchor: str = ""  # the drawn text nearest the group
+    group_side: str = ""  # where that text is drawn from the group
 
     @property
     def words(self) -> bool:
@@ -147,6 +155,8 @@ class Expression:
     ) -> str:
         """`of`: how many read the same, said for an element with no words of its own (`the
         second of two icon buttons`)."""
+        if self.kind == "group":
+            return self._render_group()
         words = ["the"]
         if ordinal:
             words.append(ordinal_word(ordinal))
@@ -173,6 +183,34 @@ class Expression:
         if context:
             words.append(f"under {quote(context)}")
         return " ".join(words)
+
+    def _render_group(self) -> str:
+        """`the sixth of 9 cells in the grid below "Score"`: its place among the like controls
+        of its group, which the reader finds by the drawn text nearest the group."""
+        noun = self.noun if self.noun != "element" else GROUP_NOUNS.get(self.group_kind, "item")
+        size = NUMBERS.get(self.group_size, str(self.group_size))
+        words = ["the", ordinal_word(self.group_index), "of", size, _plural(noun)]
+        words += ["in the", self.group_kind or "group"]
+        if self.group_anchor and self.group_side in RELATION:
+            words.append(f"{RELATION[self.group_side]} {quote(self.group_anchor)}")
+        return " ".join(words)
+
+
+def group_form(element: Element, expression: Expression) -> Expression | None:
+    """The element said by its place in its group of like controls (`the sixth of 9 cells in
+    the grid below "Score"`), for one with no words of its own in a group of two or more;
+    None otherwise."""
+    if element.group_size < 2 or not element.group_index or expression.words:
+        return None
+    return replace(
+        expression,
+        kind="group",
+        group_size=element.group_size,
+        group_index=element.group_index,
+        group_kind=element.group_kind,
+        group_anchor=element.group_anchor,
+        group_side=element.group_anchor_side,
+    )
 
 
 def base_expression(element: Element, nouns: dict[str, str] = ROLE_NOUNS) -> Expression:
@@ -249,6 +287,10 @@ def expressions(elements: Sequence[Element]) -> dict[int, tuple[str, str]]:
     no text near it gets "" (rejected downstream as no_referring_expression).
     """
     bases = {e.index: base_expression(e) for e in elements}
+    for e in elements:  # no words and no text beside it: its place in its group (issue 44)
+        grouped = group_form(e, bases[e.index])
+        if grouped is not None and bases[e.index].kind != "relation":
+            bases[e.index] = grouped
     groups: dict[str, list[Element]] = defaultdict(list)
     out: dict[int, tuple[str, str]] = {}
     for e in elements:
@@ -261,7 +303,7 @@ def expressions(elements: Sequence[Element]) -> dict[int, tuple[str, str]]:
     for group in groups.values():
         if len(group) == 1:
             base = bases[group[0].index]
-            out[group[0].index] = (base.render(), base.kind)
+            out[group[0].index] = (base.render(), _kind(base))
             continue
         rest = _by_anchor(group, bases, taken, out)
         by_context: dict[str, list[Element]] = defaultdict(list)
@@ -271,7 +313,10 @@ def expressions(elements: Sequence[Element]) -> dict[int, tuple[str, str]]:
             ranked = reading_order(members if context else group)
             for e in members:
                 base = bases[e.index]
-                if context and len(members) == 1:
+                grouped = group_form(e, base)
+                if grouped is not None:  # same words and text beside: its group says where
+                    out[e.index] = (grouped.render(), "position")
+                elif context and len(members) == 1:
                     out[e.index] = (base.render(context=e.context), "context")
                 else:
                     position = ranked.index(e) + 1
@@ -279,6 +324,11 @@ def expressions(elements: Sequence[Element]) -> dict[int, tuple[str, str]]:
                     where = e.context if context else ""
                     out[e.index] = (base.render(position, where, of=of), "position")
     return out
+
+
+def _kind(expression: Expression) -> str:
+    """The row's `expression_kind`: a group member's place is a `position`."""
+    return "position" if expression.kind == "group" else expression.kind
 
 
 def _by_anchor(

@@ -88,7 +88,8 @@
     let out = '';
     for (const which of ['::before', '::after']) {
       const st = getComputedStyle(n, which);
-      if (st.display === 'none' || st.visibility === 'hidden' || parseFloat(st.opacity) === 0) continue;
+      if (st.display === 'none' || st.visibility === 'hidden' || parseFloat(st.opacity) === 0 ||
+        !pseudoDrawn(st)) continue;
       const m = (st.content || '').match(/^"((?:[^"\\]|\\.)*)"$/);
       if (m) out += m[1].replace(/\\(.)/g, '$1');
     }
@@ -139,6 +140,10 @@
   const drawsGraphic = (el) => !!el.querySelector('svg, img, i, [class*=icon]') ||
     (getComputedStyle(el).backgroundImage || 'none') !== 'none';
   const UNRENDERED = new Set(['SCRIPT', 'STYLE', 'TEMPLATE', 'NOSCRIPT', 'HEAD', 'TITLE']);
+  // Only drawn text names or places anything (issue 44): drawn.js.
+  const { drawnRect, drawnText, pseudoDrawn } = (/*@include drawn.js*/)(
+    { clean, parentOf, within, visible, UNRENDERED });
+  const ownText = (el) => drawnText(el, null, clean(el.innerText || el.textContent));
   const CONTROLS = NATIVE + ',' + ARIA.map((r) => `[role=${r}]`).join(',');
   // Text a person reads as a label: short, one phrase (not a sentence of instructions).
   const LABEL_CHARS = 48, LABEL_WORDS = 7;
@@ -148,6 +153,10 @@
   // textbox."`): any short visible text, an instruction included, since it names nothing.
   const ANCHOR_CHARS = 80;
   const anchorLike = (t) => !!t && t.length <= ANCHOR_CHARS && /\p{L}/u.test(t);
+  // The drawn text nearest an unnamed control, and the groups of like controls (groups.js).
+  const { nearestText, group, boxOf } = (/*@include groups.js*/)(
+    { clean, parentOf, within, drawnRect, anchorLike });
+  const nearOf = (el) => (el.ownerDocument === document ? nearestText(boxOf(el), el) : null);
   // The label-like text in the element's own control row: on its line (left or right of it)
   // or, for a field, just above its left edge. Looked for in the nearest ancestors that are
   // still one row high (at most three times the element's height): that is the bound on
@@ -183,13 +192,11 @@
         const words = clean(t.textContent);
         if (!words) continue;
         const unit = lab && !lab.control ? lab : host;  // a sibling <label>: all of its words
-        const text = clean(unit.contains(el) ? words : unit.innerText || words)
-          .replace(/[:*]+$/, '').trim();
-        if (!(loose ? anchorLike(text) : labelLike(text)) || !visible(host)) continue;
-        const range = (a.ownerDocument || document).createRange();
-        range.selectNodeContents(t);
-        const r = range.getBoundingClientRect();
-        if (r.width < 1 || r.height < 1) continue;
+        const text = clean(unit.contains(el) || unit === host ? words
+          : drawnText(unit, null, clean(unit.innerText || words))).replace(/[:*]+$/, '').trim();
+        if (!(loose ? anchorLike(text) : labelLike(text))) continue;
+        const r = drawnRect(t);  // only text the screen shows places or names anything
+        if (!r) continue;
         const overlap = Math.min(b.bottom, r.bottom) - Math.max(b.top, r.top);
         let side = '', gap = 0;
         if (overlap >= 0.5 * Math.min(b.height, r.height)) {
@@ -198,6 +205,9 @@
         } else if (prefer.includes('above') && r.bottom <= b.top + 2 && b.top - r.bottom <= ABOVE_GAP &&
           r.left >= b.left - 16 && r.left <= b.left + Math.min(b.width / 2, 120)) {
           side = 'above'; gap = b.top - r.bottom;
+        } else if (prefer.includes('below') && r.top >= b.bottom - 2 && r.top - b.bottom <= ABOVE_GAP &&
+          r.left >= b.left - 16 && r.left <= b.left + Math.min(b.width / 2, 120)) {
+          side = 'below'; gap = r.top - b.bottom;  // drawn below it (whatever the DOM order)
         }
         if (!side || gap > ROW_GAP || (naming && side !== 'above' && between(r))) continue;
         found.push({ text, side, gap, label: !!lab && !lab.control });
@@ -230,7 +240,7 @@
     const root = el.getRootNode();
     return clean(by.split(/\s+/).map((id) => root.getElementById ? root.getElementById(id)
       : document.getElementById(id)).filter((n) => n && (!shownOnly || visible(n)))
-      .map((n) => textOf(n)).join(' '));
+      .map((n) => (shownOnly ? drawnText(n, null, textOf(n)) : textOf(n))).join(' '));
   };
   // The accessible name as assistive technology computes it (roughly), shown or not: kept in
   // its own column (`accessible_name`) for trainers who want it; expressions use `nameOf`.
@@ -264,12 +274,14 @@
     const by = labelledText(el, true);
     if (by) return [by, 'labelledby', null];
     const labels = label ? [label] : [...(el.labels || [])].filter((l) => visible(l));
-    const fromLabels = clean(labels.map((l) => textOf(l, el)).join(' '));
+    const fromLabels = clean(labels.map((l) => drawnText(l, el, textOf(l, el))).join(' '));
     if (fromLabels) return [fromLabels, 'label', null];
-    if (tag === 'input' && ['button', 'submit', 'reset'].includes(el.type) && clean(el.value)) {
+    if (tag === 'input' && ['button', 'submit', 'reset'].includes(el.type) && clean(el.value) &&
+      pseudoDrawn(getComputedStyle(el))) {
       return [clean(el.value), 'content', null];
     }
-    const own = FIELD_TAGS.has(tag) ? '' : clean((el.innerText || '').replace(PRIVATES, ''));
+    const own = FIELD_TAGS.has(tag) ? ''
+      : clean(drawnText(el, null, clean(el.innerText || '')).replace(PRIVATES, ''));
     const shows = /[\p{L}\p{N}]/u.test(own);
     if (toggle && !FIELD_TAGS.has(tag) && shows) return [own, 'content', null];  // ARIA toggle
     if (field || toggle) {
@@ -290,7 +302,7 @@
       // bar's `Jan: $120k`), else its colour
       let drawn = '';
       const walkText = (n) => {
-        if (n.nodeType === 3) drawn += n.textContent + ' ';
+        if (n.nodeType === 3) drawn += n.textContent.trim() && drawnRect(n) ? n.textContent + ' ' : '';
         else if (!['title', 'desc'].includes((n.tagName || '').toLowerCase())) n.childNodes.forEach(walkText);
       };
       walkText(el);
@@ -323,7 +335,10 @@
     if (glyph) return [glyph, 'glyph', near];
     const icon = iconOf(el);
     if (icon) return [icon, 'icon', near];
-    const around = near || rowText(el, ['left', 'right', 'above'], false, true);
+    // an element of no role (a clickable cell, a card) with nothing in its row: the drawn
+    // text nearest it, on whichever side it is drawn
+    const around = near || rowText(el, ['left', 'right', 'above'], false, true) ||
+      (role === 'generic' ? nearOf(el) : null);
     return ['', drawsGraphic(el) ? 'graphic' : '', around];
   };
   const selectedText = (el) => {  // what a closed single <select> shows
@@ -581,7 +596,7 @@
       accessible_name: accessibleName(el, tag, isField),
       // a field: what it holds; a drop-down: the option it shows
       text: textual ? clean(el.value, 120) : tag === 'select' ? selectedText(el)
-        : (FIELD_TAGS.has(tag) ? '' : clean(el.innerText || el.textContent, 120)),
+        : (FIELD_TAGS.has(tag) ? '' : clean(ownText(el), 120)),  // as drawn
       placeholder: clean(el.getAttribute('placeholder')),
       // drawn now: a field holding text does not show its placeholder
       placeholder_shown: !!el.getAttribute('placeholder') && FIELD_TAGS.has(tag) &&
@@ -609,6 +624,12 @@
       b.y < p.y2 && b.y + b.height > p.y1)) e.hit = false;  // under the open list
   });
 
+  // Groups of like controls around the ones with no words of their own (groups.js).
+  // (elements of no role only: a clickable cell, a card; controls keep their row's words)
+  const wordless = (e) => e.role === 'generic' && !e.name && !e.text &&
+    (e.name_source === '' || e.name_source === 'graphic');
+  group(out.map((e, i) => ({ el: sources[i], e })), wordless);
+
   // Context (nearest heading, legend or labelled region) only where two elements would
   // otherwise read the same: it costs a search per ancestor.
   const keyOf = (e) => e.role + '|' + (e.name || e.text || e.placeholder).toLowerCase();
@@ -626,9 +647,8 @@
         if (h.contains(el)) continue;
         if (h.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) best = h;
       }
-      if (best && clean(best.innerText || best.textContent)) {
-        return clean(best.innerText || best.textContent, 80);
-      }
+      const said = best ? clean(ownText(best), 80) : '';
+      if (said) return said;  // a heading the screen does not show is no context
     }
     return '';
   };

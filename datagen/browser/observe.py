@@ -37,7 +37,21 @@ from datagen.records import Box, Element, Observation
 
 log = logging.getLogger(__name__)
 _HERE = Path(__file__).parent
-ELEMENTS_JS = (_HERE / "elements.js").read_text(encoding="utf-8")
+
+
+def _with_includes(name: str, *parts: str) -> str:
+    """A script with the files it includes (`/*@include NAME*/`) put in."""
+    text = (_HERE / name).read_text(encoding="utf-8")
+    for part in parts:
+        mark = f"/*@include {part}*/"
+        if mark not in text:
+            raise RuntimeError(f"{name} does not include {part}")
+        text = text.replace(mark, (_HERE / part).read_text(encoding="utf-8").strip())
+    return text
+
+
+# elements.js includes what text the screen draws and where unnamed controls are (issue 44)
+ELEMENTS_JS = _with_includes("elements.js", "drawn.js", "groups.js")
 SETTLE_JS = (_HERE / "settle.js").read_text(encoding="utf-8")
 STABILITY_JS = (_HERE / "stability.js").read_text(encoding="utf-8")
 WALLS_JS = (_HERE / "walls.js").read_text(encoding="utf-8")

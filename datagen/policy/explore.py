@@ -27,6 +27,11 @@ caret inside it; and it stops with `done` once the page
 offers nothing new: every candidate in view was tried on this page state and the last
 observation showed no element the episode had not seen (where nothing is in view, after one
 scroll or back on that state). Elements below the fold are reached only by that scroll.
+A state seen before and reached again by a different path (from another state: deleting a
+list's only item brings back the empty list it started as) is a place to go on from, not a
+reason to stop: its elements count as untried there once more (issue 44: explore stopped on
+the empty list with steps left and never added a second item). Each new way into a state
+reopens it once, so the walk still ends: there are finitely many ways in.
 
 It stays on task: links that lead out of the episode's scope are not chosen while anything in
 scope is (never when the URL guard would block them), nor is an element whose click led away
@@ -128,6 +133,8 @@ class Explorer:
         self.passed: set[tuple[str, str]] = set()  # (state, field) clicked without typing once
         self.typed_into: set[str] = set()  # fields typed into
         self.enter_first = False  # the submit_probability draw for the value being typed
+        self.came_from: str | None = None  # the state of the last observation decided on
+        self.ways_in: dict[str, set[str]] = {}  # state -> the states it was reached from
 
     def strayed(self, reason: str, url: str) -> None:
         """The pipeline says: the last action led off the scope (it brought the page back)."""
@@ -137,6 +144,28 @@ class Explorer:
             self.led_away.add(self.last.selector)
 
     async def decide(self, obs: Observation, task: TaskSpec) -> Decision:
+        state = _state_key(obs)
+        self._arrive(state)
+        decision = self._decide(obs, task, state)
+        self.came_from = state
+        return decision
+
+    def _arrive(self, state: str) -> None:
+        """Note how the walk got to this state; a state seen before, reached from a state it
+        was never reached from, is reopened: its elements count as untried in it once more.
+        The page looking like an earlier screen is no reason to stop while steps are left (a
+        list emptied by its delete button is where the next add starts)."""
+        came = self.came_from
+        if came is None or came == state:  # the start, or an action that changed nothing
+            self.ways_in.setdefault(state, set())
+            return
+        ways = self.ways_in.get(state)
+        if ways is not None and came not in ways:
+            self.visited = {(s, sel) for s, sel in self.visited if s != state}
+            self.empty.discard(state)
+        self.ways_in.setdefault(state, set()).add(came)
+
+    def _decide(self, obs: Observation, task: TaskSpec, state: str) -> Decision:
         scope = self.scope or Scope.for_task("site", task.start_url)
         stray = page_problem(obs.url, scope)
         if stray is not None:
@@ -158,7 +187,6 @@ class Explorer:
         completing = self._complete(obs, scope)
         if completing is not None:
             return completing
-        state = _state_key(obs)
         # only where a click lands on it, and never at a box that moved while it was observed
         reachable = [e for e in obs.elements if e.hit and e.stable and not _blocked(e, scope)]
         inside = [

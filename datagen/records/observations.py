@@ -38,7 +38,11 @@ class Element(Frozen):
         description="the accessible name as assistive technology computes it (aria-labelledby, "
         "aria-label, label, value, alt, own text, title), shown on the screen or not",
     )
-    text: str = Field("", description="own text; a field's value; a drop-down's shown option")
+    text: str = Field(
+        "",
+        description="own text as the screen draws it (issue 44); a field's value; a drop-down's "
+        "shown option",
+    )
     placeholder: str = ""
     input_type: str = ""
     selector: str
@@ -66,7 +70,18 @@ class Element(Frozen):
         "what a relational expression points from",
     )
     anchor_side: str = Field(
-        "", description="where `anchor` lies from the element: left | right | above"
+        "", description="where `anchor` is drawn from the element: left | right | above | below"
+    )
+    group_size: int = Field(
+        0,
+        description="the like controls (same tag and role) of the group it belongs to, when "
+        "it or another of them has no words of its own (a grid's cells); 0: none",
+    )
+    group_index: int = Field(0, description="its place in the group, in reading order (1 on)")
+    group_kind: str = Field("", description="grid | row | column | list (how the group is laid)")
+    group_anchor: str = Field("", description="the drawn text nearest the group's box")
+    group_anchor_side: str = Field(
+        "", description="where `group_anchor` is drawn from the group: left | right | above | below"
     )
     context: str = Field(
         "", description="nearest visible heading, legend or labelled region around the element"

@@ -197,7 +197,7 @@ async def named(page: Page, match: re.Match[str]) -> Locator:
         shown = [
             (box, element)
             for box, element in await in_view(page, page.get_by_role(role))  # type: ignore[arg-type]
-            if words.search(await element.evaluate(SHOWN_WORDS))
+            if any(words.search(w) for w in await element.evaluate(SHOWN_WORDS))
             or re.search(name, await element.evaluate(ROW_TEXT), re.IGNORECASE)
         ]
     if match["ordinal"] is None:
@@ -214,8 +214,10 @@ async def named(page: Page, match: re.Match[str]) -> Locator:
     return ordered[ORDINALS.index(match["ordinal"])][1]
 
 
-SHOWN_WORDS = """el => [...(el.labels || [])].map((l) => l.innerText).join(' ') ||
-  el.placeholder || el.innerText || ''"""
+# each of them may be what the screen shows: a visually hidden label is not (issue 44), and
+# the field is then said by its placeholder
+SHOWN_WORDS = """el => [[...(el.labels || [])].map((l) => l.innerText).join(' '),
+  el.placeholder || '', el.innerText || '']"""
 ROW_TEXT = "el => (el.parentElement && el.parentElement.innerText) || ''"
 
 

@@ -103,7 +103,9 @@ def test_unnamed_targets_are_named_by_role_never_by_coordinates() -> None:
         "Press Enter in the button"
     )
     other = el(1, x=300, y=50)
-    assert describe(obs(icon, other), decision) == "Click the first button"
+    assert (
+        describe(obs(icon, other), decision) == "Click the first of two buttons"
+    )  # among which: both
     box = el(2, tag="input", role="checkbox", checked=False, x=10, y=200)
     check = Decision(action=Click(x=12, y=202), target=box)
     assert describe(obs(box), check) == "Check the checkbox"

@@ -266,3 +266,55 @@ def test_a_field_not_typed_into_is_drawn_before_most_of_a_dozen_other_controls()
 def test_the_words_of_a_completing_button(words: str, completes: bool) -> None:
     """A lone "+" is an add button too (the `\\b` after it never matched at the end)."""
     assert bool(COMPLETING.search(words)) is completes
+
+
+# ------------------------------------------------- a screen seen before is no reason to stop
+
+
+def test_a_list_emptied_by_its_delete_button_is_where_the_next_add_starts() -> None:
+    """Issue 44: the empty list comes back after its only item is deleted; reached from the
+    one-item list (a way in it was never reached by), it is a place to go on from: explore
+    adds again instead of stopping on `nothing new`."""
+    item = element(7, name="Buy groceries", box={"x": 10, "y": 60, "width": 150, "height": 20})
+    delete = element(8, name="Delete", box={"x": 170, "y": 60, "width": 40, "height": 20})
+    empty, one = observation([text_field()]), observation([text_field(), item, delete])
+    policy = make_policy(NO_ENTER_FIRST, TASK, seed=0)
+    _click, typed = decide_all(policy, empty, 2)
+    assert isinstance(typed.action, TypeText)
+    holding = observation([text_field(text=typed.action.text)])
+    assert asyncio.run(policy.decide(holding, TASK)).action == Key(combo="Enter")
+    picks = []
+    for _ in range(3):  # the new item and its delete button, in some order
+        decision = asyncio.run(policy.decide(one, TASK))
+        picks.append(decision.target.index if decision.target else None)
+        if picks[-1] == 8:
+            break
+    assert picks[-1] == 8, picks
+    again = decide_all(policy, empty, 2)  # back on the first screen, by another way in
+    assert isinstance(again[0].action, Click) and again[0].target is not None
+    assert again[0].target.index == 1 and isinstance(again[1].action, TypeText)
+
+
+def test_an_action_that_changes_nothing_reopens_nothing() -> None:
+    """Staying on a state is no new way into it: a page whose clicks change nothing still
+    stops once each element was tried."""
+    elements = [element(i) for i in range(2)]
+    policy = make_policy(ExplorePolicyConfig(type="explore"), TASK, seed=0)
+    decisions = decide_all(policy, observation(elements), 3)
+    assert isinstance(decisions[2].action, Done)
+
+
+def test_each_way_into_a_state_reopens_it_once() -> None:
+    """Two screens a link apart: each is reopened once per new way in, so the walk ends."""
+    home, other = observation([element(0), element(1)]), observation([element(2)])
+    policy = make_policy(ExplorePolicyConfig(type="explore"), TASK, seed=0)
+    decisions = []
+    for _ in range(30):
+        decision = asyncio.run(policy.decide(home, TASK))
+        decisions.append(decision)
+        if isinstance(decision.action, Done):
+            break
+        decisions.append(asyncio.run(policy.decide(other, TASK)))
+        if isinstance(decisions[-1].action, Done):
+            break
+    assert isinstance(decisions[-1].action, Done) and len(decisions) < 12
