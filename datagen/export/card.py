@@ -32,6 +32,7 @@ from datagen.export.figures import share
 from datagen.export.formats import ExportFormat
 from datagen.export.parquet import features_yaml
 from datagen.export.split import SPLITS
+from datagen.export.splitcard import split_lines
 from datagen.export.state import ExportState, ShardRecord
 from datagen.export.tally import tally_lines
 from datagen.sink.models import RunInfo
@@ -227,23 +228,8 @@ def _figures(fmt: ExportFormat, totals: ShardRecord) -> list[str]:
 
 
 def _split(state: ExportState) -> list[str]:
-    split = state.split
-    if split.share == 0:
-        return ["- no validation split (`--validation 0`): every sample is in train"]
-    groups = {s: sum(v == s for v in split.groups.values()) for s in SPLITS}
-    sites = {s: sorted(k for k, v in split.sites.items() if v == s) for s in SPLITS}
-    lines = [
-        f"- validation share {split.share:g} of clusters: a task's repeats (its group), a site's "
-        "groups and groups with near-duplicate screenshots (DCT hash within 8 of 64 bits) are "
-        "one cluster, drawn whole",
-        *(f"- {s}: {groups[s]} groups; sites: {_names(sites[s])}" for s in SPLITS),
-    ]
-    if split.conflicts:
-        lines.append(
-            f"- {len(split.conflicts)} groups had near-duplicates on both sides already "
-            "written (exported shard by shard): put in train"
-        )
-    return lines
+    """The `## Splits` lines (splitcard.py): what the split is made of, how far from the share."""
+    return split_lines(state.split, _names)
 
 
 def dataset_card(state: ExportState, fmt: ExportFormat, run: RunInfo) -> str:
