@@ -35,6 +35,7 @@ from datagen.export.split import SPLITS
 from datagen.export.splitcard import split_lines
 from datagen.export.state import ExportState, ShardRecord
 from datagen.export.tally import tally_lines
+from datagen.sink.inspect import VERIFICATION
 from datagen.sink.models import RunInfo
 
 COORDS = {
@@ -227,6 +228,17 @@ def _figures(fmt: ExportFormat, totals: ShardRecord) -> list[str]:
     return lines
 
 
+def _verification_meanings() -> list[str]:
+    """What the values of `verification` (and a step's `needed`) mean (sink.inspect's words)."""
+    lines = [f"- `{value}`: {text(meaning)}" for value, meaning in VERIFICATION.items()]
+    return [
+        *lines,
+        "- null: not solved, or verification off",
+        "- a step's `needed`: true, replay showed the task needs it; false, the check passed "
+        "with it left out; null, not verified",
+    ]
+
+
 def _split(state: ExportState) -> list[str]:
     """The `## Splits` lines (splitcard.py): what the split is made of, how far from the share."""
     return split_lines(state.split, _names)
@@ -265,6 +277,13 @@ def dataset_card(state: ExportState, fmt: ExportFormat, run: RunInfo) -> str:
 | source table | rows read |
 |---|---|
 {source}
+
+## Verification
+
+Solved episodes are replayed to find the steps the task needs (`verification` on the episode,
+`needed` on each step):
+
+{section(_verification_meanings())}
 
 ## Splits
 

@@ -82,6 +82,7 @@ def test_few_sites_give_the_validation_split_closest_to_the_share(tmp_path: Path
     body = (folder / "README.md").read_text()
     assert f"validation: {validation} of 15 task groups" in body and "asked 10.0%" in body
     assert "Near-duplicates are grouped because" in body
+    assert "- `minimal`: replayed" in body and "- `not_reproduced`: a replay" in body
 
 
 def test_choose_is_the_closest_subset_with_train_and_validation_never_empty() -> None:
