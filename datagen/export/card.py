@@ -32,8 +32,10 @@ from datagen.export.figures import share
 from datagen.export.formats import ExportFormat
 from datagen.export.parquet import features_yaml
 from datagen.export.split import SPLITS
+from datagen.export.splitcard import split_lines
 from datagen.export.state import ExportState, ShardRecord
 from datagen.export.tally import tally_lines
+from datagen.sink.inspect import VERIFICATION
 from datagen.sink.models import RunInfo
 
 COORDS = {
@@ -226,24 +228,20 @@ def _figures(fmt: ExportFormat, totals: ShardRecord) -> list[str]:
     return lines
 
 
-def _split(state: ExportState) -> list[str]:
-    split = state.split
-    if split.share == 0:
-        return ["- no validation split (`--validation 0`): every sample is in train"]
-    groups = {s: sum(v == s for v in split.groups.values()) for s in SPLITS}
-    sites = {s: sorted(k for k, v in split.sites.items() if v == s) for s in SPLITS}
-    lines = [
-        f"- validation share {split.share:g} of clusters: a task's repeats (its group), a site's "
-        "groups and groups with near-duplicate screenshots (DCT hash within 8 of 64 bits) are "
-        "one cluster, drawn whole",
-        *(f"- {s}: {groups[s]} groups; sites: {_names(sites[s])}" for s in SPLITS),
+def _verification_meanings() -> list[str]:
+    """What the values of `verification` (and a step's `needed`) mean (sink.inspect's words)."""
+    lines = [f"- `{value}`: {text(meaning)}" for value, meaning in VERIFICATION.items()]
+    return [
+        *lines,
+        "- null: not solved, or verification off",
+        "- a step's `needed`: true, replay showed the task needs it; false, the check passed "
+        "with it left out; null, not verified",
     ]
-    if split.conflicts:
-        lines.append(
-            f"- {len(split.conflicts)} groups had near-duplicates on both sides already "
-            "written (exported shard by shard): put in train"
-        )
-    return lines
+
+
+def _split(state: ExportState) -> list[str]:
+    """The `## Splits` lines (splitcard.py): what the split is made of, how far from the share."""
+    return split_lines(state.split, _names)
 
 
 def dataset_card(state: ExportState, fmt: ExportFormat, run: RunInfo) -> str:
@@ -279,6 +277,13 @@ def dataset_card(state: ExportState, fmt: ExportFormat, run: RunInfo) -> str:
 | source table | rows read |
 |---|---|
 {source}
+
+## Verification
+
+Solved episodes are replayed to find the steps the task needs (`verification` on the episode,
+`needed` on each step):
+
+{section(_verification_meanings())}
 
 ## Splits
 

@@ -18,7 +18,8 @@ Counts only (they are summed over shards in the state), under prefixed keys:
   (a model-written expression kept) instead.
 - `episodes`, `episodes:labelled`, `verification=<value>`: the source's episodes.
 - provenance, from the rows themselves (each row carries its versions): `datagen_version=…`,
-  `browser_version=…`, `playwright_version=…`, `policy=…`, `source=…`, `site=…` (episodes);
+  `browser_version=…`, `playwright_version=…`, `policy=…`, `source=…`, `site=…` (episodes;
+  a task list names no site: `places.site_label`, the start URL's domain or host and port);
   `model=<served name>` and `model_standin` (steps whose action a model or the engine stand-in
   wrote), `relabel_model=…`, `relabel_standin`, `relabels` (episodes); `model_expressions`
   (grounding rows with a model-written expression).
@@ -29,6 +30,7 @@ from __future__ import annotations
 from collections import Counter
 
 from datagen.export.failures import solved
+from datagen.export.places import site_label
 from datagen.export.source import Row, ShardData
 from datagen.export.state import ShardRecord
 
@@ -39,7 +41,6 @@ PROVENANCE = (
     "playwright_version",
     "policy",
     "source",
-    "site",
 )
 
 
@@ -58,6 +59,7 @@ def shard_figures(shard: ShardData, samples: Counter[str]) -> dict[str, int]:
         if "verification" in e:
             counts[f"verification={e['verification'] or 'null'}"] += 1
         counts.update(f"{k}={e[k]}" for k in PROVENANCE if e.get(k) is not None)
+        counts[f"site={site_label(e)}"] += 1  # a task list names no site: its host, its domain
         counts["relabels"] += e.get("relabeled_instruction") is not None
         if e.get("relabel_model"):
             counts[f"relabel_model={e['relabel_model']}"] += 1

@@ -1,7 +1,8 @@
 """`datagen export`: a datagen output's committed shards → one training format, incrementally.
 
     output ─► source.committed ─► state.pending ─► per shard: source.read_shard
-           ─► split.assign (each group's side) + formats.FORMATS[format].build rows
+           (first: split.plan over all pending shards' episodes and screenshots)
+           ─► each group's side + formats.FORMATS[format].build rows
               + failures.failure_rows
            ─► <export>/data/train-part-<shard>.parquet, data/validation-part-<shard>.parquet
               <export>/elements/<split>-part-<shard>.parquet   (grounding's flat view)
@@ -21,14 +22,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from datagen.errors import ExportError
+from datagen.export import split as splits
 from datagen.export.card import dataset_card, license_of
 from datagen.export.failures import FAILURE_SCHEMA, count, failure_rows
 from datagen.export.figures import shard_figures
 from datagen.export.formats import FORMATS, Built, ExportFormat
 from datagen.export.options import ExportOptions
 from datagen.export.parquet import parquet_bytes
+from datagen.export.places import run_scope
 from datagen.export.source import Row, ShardData, committed, part_digests, read_shard, source_run
-from datagen.export.split import SPLITS, Split, SplitState, assign
+from datagen.export.split import SPLITS, Split, SplitState
+from datagen.export.splitcard import split_summary
 from datagen.export.state import (
     STATE_KEY,
     ExportState,
@@ -60,7 +64,7 @@ class ExportResult:
         failures = ", ".join(f"{c} {n}" for c, n in sorted(totals.failures.items())) or "none"
         line = f"{fmt}: {len(self.exported)} shards exported ({self.rows_added} rows), "
         line += f"{self.skipped} already there; {totals.rows} rows in {self.target}; "
-        return f"{line}failures: {failures}"
+        return f"{line}failures: {failures}\n{split_summary(self.state.split)}"
 
 
 def default_target(source: str, fmt: str) -> str:
@@ -91,9 +95,19 @@ def export_output(
     markers = {m.shard: m for m in committed(src)}
     todo = pending(state, {s: part_digests(m) for s, m in markers.items()})
     result = ExportResult(target=dst.uri, skipped=len(markers) - len(todo))
+    # The split is planned over every pending shard first (a site's tasks are spread over
+    # all shards): a first read of their episodes and screenshots only.
+    scope = run_scope(run.pipeline)
+    tied = {
+        s: splits.links(read_shard(src, markers[s], run.run_id, ("episodes", "steps")), scope)
+        for s in todo
+    }
+    chosen = splits.plan(tied.values(), state.split)
+    state = state.model_copy(update={"split": splits.with_clusters(state.split, chosen)})
     for shard in todo:
         data = read_shard(src, markers[shard], run.run_id)
-        sides, split = assign(data, state.split)
+        sides = {g: chosen.sides[g] for g in tied[shard].groups}
+        split = splits.record(state.split, tied[shard], chosen)
         tables, tally = _tables(fmt.build(data, options))
         record = _write_shard(dst, data, tables, fmt, sides, tally)
         for key in set(state.shards[shard].files if shard in state.shards else ()) - set(

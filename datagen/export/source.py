@@ -77,10 +77,15 @@ def part_digests(marker: Marker) -> dict[str, str]:
     return {f.table: f.sha256 for f in marker.files}
 
 
-def read_shard(storage: Storage, marker: Marker, run_id: str) -> ShardData:
-    """A committed shard's four parts, checked against the marker, with defaults filled."""
-    tables: dict[str, list[Row]] = {}
+def read_shard(
+    storage: Storage, marker: Marker, run_id: str, only: tuple[str, ...] | None = None
+) -> ShardData:
+    """A committed shard's four parts, checked against the marker, with defaults filled;
+    `only`: just those tables (the others empty), e.g. the split's episodes and steps."""
+    tables: dict[str, list[Row]] = {t: [] for t in ("episodes", "steps", "grounding", "rejects")}
     for f in marker.files:
+        if only is not None and f.table not in only:
+            continue
         try:  # the sink's checked reader: a regular file, size, sha256, schema, bounded
             tables[f.table] = read_part(storage, marker.shard, f).to_pylist()
         except PartError as exc:

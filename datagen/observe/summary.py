@@ -89,6 +89,13 @@ def show_warnings(console: Console, plan: Plan) -> None:
         console.print(f"[yellow]{safe(line)}[/]", highlight=False)
 
 
+def counts_text(counts: Mapping[str, int | float]) -> str:
+    """Counts by name as a reader wants them, most first: `occluded 141, timeout_step 3`;
+    `none` when there are none (not a Python dict)."""
+    shown = sorted(((k, v) for k, v in counts.items() if v), key=lambda kv: (-kv[1], kv[0]))
+    return ", ".join(f"{k} {v:,.0f}" for k, v in shown) or "none"
+
+
 def show_summary(console: Console, err_console: Console, summary: RunSummary, tasks: int) -> None:
     """The end of a run: rows per table, episodes and rejects, what was skipped, redone, lost
     or failed, and where the output and its report are."""
@@ -104,11 +111,11 @@ def show_summary(console: Console, err_console: Console, summary: RunSummary, ta
     with_episodes = manifest.tasks.with_episodes
     console.print(
         f"episodes from {with_episodes} of {tasks} tasks; solved {manifest.solved} of "
-        f"{episodes} episodes; rejects by reason: {manifest.reject_reasons or 'none'}"
+        f"{episodes} episodes; rejects by reason: {counts_text(manifest.reject_reasons)}"
     )
     dropped = manifest.steps_dropped
     if dropped.total:
-        reasons = ", ".join(f"{r} {n}" for r, n in dropped.by_reason.items())
+        reasons = counts_text(dropped.by_reason)
         console.print(
             f"dropped {dropped.total} observations ({dropped.share:.1%} of all) on pages "
             f"out of scope, error or blank pages, never data: {reasons} (see run.scope)"

@@ -2,9 +2,14 @@
 name, with a total row only where a total means something.
 
     worker heartbeat ─► scheduler: ws.metrics["datagen"] (Meter.figures(), one dict per worker)
-    GET /datagen     ─► page(): one row per worker, the totals, what held sessions in flight,
-                        rejects by reason (HTML that reloads itself every 2 s; no script,
-                        nothing fetched from elsewhere)
+    GET /datagen     ─► page(): live curves (steps/s, sessions in flight, browser memory,
+                        rejects by reason, engine tokens/s when there is an engine: live.py),
+                        then the tables for exact figures: one row per worker, the totals,
+                        what held sessions in flight, rejects by reason
+    GET /datagen/data.json ─► the curves and the tables again, fetched by the page every 2 s
+                        (nothing fetched from elsewhere; without script the page reloads)
+
+A run without an engine has no engine columns (the meter reports engine rates of 0 all along).
 
 Dask's own Workers page shows each numeric worker metric as a column titled by its key, in
 columns too narrow for long keys, with a total row that sums every column: a sum of per-worker
@@ -17,6 +22,7 @@ that cannot import datagen simply has no such page.
 from __future__ import annotations
 
 import html
+import json
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -25,9 +31,10 @@ from distributed import Client
 from distributed.http.utils import RequestHandler
 
 from datagen.browser.admission import BINDINGS, binding_name
-from datagen.engine.health import health_html, raised_anywhere
+from datagen.engine.health import FIGURE, health_html, raised_anywhere
 from datagen.observe.meter import REASONS
 from datagen.runtime.hosts import host_table
+from datagen.runtime.live import SCRIPT, History, has_engine
 from datagen.runtime.metrics import METRIC
 
 log = logging.getLogger(__name__)
@@ -60,8 +67,15 @@ COLUMNS: dict[str, tuple[str, str]] = {
 
 
 def table(workers: Mapping[str, Mapping[str, float]]) -> tuple[list[str], list[list[str]]]:
-    """Headers and rows (workers by name, then "total") of the figures any worker has."""
-    shown = [k for k in COLUMNS if any(k in figures for figures in workers.values())]
+    """Headers and rows (workers by name, then "total") of the figures any worker has; no
+    engine column where no worker has an engine."""
+    engine = has_engine(workers)
+    shown = [
+        k
+        for k in COLUMNS
+        if any(k in figures for figures in workers.values())
+        and (engine or not k.startswith("engine_"))
+    ]
     rows = [[name] + [_cell(k, figures.get(k)) for k in shown] for name, figures in workers.items()]
     total = ["total"] + [_number(_total(k, workers)) for k in shown]
     return ["worker"] + [COLUMNS[k][0] for k in shown], [*rows, total]
@@ -126,10 +140,10 @@ def figures_by_worker(scheduler: Any) -> dict[str, dict[str, float]]:
     return out
 
 
-def page(
+def tables(
     workers: Mapping[str, Mapping[str, float]], hosts: tuple[list[str], list[list[str]]] = ([], [])
 ) -> str:
-    """The whole HTML page (`hosts`: the run's hosts table, runtime.hosts.host_table)."""
+    """The page's tables, as HTML (`hosts`: the run's hosts table, runtime.hosts.host_table)."""
     headers, rows = table(workers)
     reasons = reject_table(workers)
     bound = binding_table(workers)
@@ -141,24 +155,36 @@ def page(
             "the browser's memory limit; sessions: sessions_per_worker; tasks: no more work to "
             "start.</p>" + _html_table(*bound, total=False)
         )
-    if workers:
+    if any(k.startswith(FIGURE) for f in workers.values() for k in f):  # a run with an engine
         body += health_html(raised_anywhere({k: dict(v) for k, v in workers.items()}))
     if reasons[1]:
         body += "<h2>rejects by reason</h2>" + _html_table(*reasons, total=False)
     if hosts[1]:  # run.hosts: one book for the whole cluster, so one row per host
         body += "<h2>hosts (the whole cluster)</h2>" + _html_table(*hosts, total=False)
+    return body
+
+
+def page(
+    workers: Mapping[str, Mapping[str, float]], hosts: tuple[list[str], list[list[str]]] = ([], [])
+) -> str:
+    """The whole HTML page: the curves (drawn by its script) above the tables."""
+    script = SCRIPT.replace("REFRESH_MS", str(REFRESH_S * 1000))
     return f"""<!doctype html><html><head><meta charset="utf-8">
-<meta http-equiv="refresh" content="{REFRESH_S}"><title>datagen</title><style>
+<noscript><meta http-equiv="refresh" content="{REFRESH_S}"></noscript><title>datagen</title><style>
 body {{ font: 14px system-ui, sans-serif; margin: 1.5em; }}
 table {{ border-collapse: collapse; }}
 th, td {{ padding: 3px 10px; border-bottom: 1px solid #ddd; text-align: right; }}
 th:first-child, td:first-child {{ text-align: left; }}
 tr.total td {{ font-weight: bold; border-top: 2px solid #888; }}
+.curve {{ display: inline-block; margin: 0 16px 12px 0; vertical-align: top; }}
+svg.chart text {{ font-size: 10px; fill: #555; }}
 </style></head><body><h1>datagen</h1>
-<p>Per worker: rates over the last 10 s, counts since the worker's browser started, gauges now.
-The total row sums what adds up; the engine's mean latency is weighted by requests; limits
-have no total. <a href="status">Dask dashboard</a></p>
-{body}</body></html>"""
+<p>The cluster's totals, live (sampled each second while this page is open), then per worker:
+rates over the last 10 s, counts since the worker's browser started, gauges now. The total
+row sums what adds up; the engine's mean latency is weighted by requests; limits have no
+total. <a href="status">Dask dashboard</a></p>
+<div id="curves"></div>
+<div id="tables">{tables(workers, hosts)}</div>{script}</body></html>"""
 
 
 def _html_table(headers: list[str], rows: list[list[str]], total: bool) -> str:
@@ -174,15 +200,44 @@ class DatagenPage(RequestHandler):
     """GET /datagen on the scheduler's HTTP server."""
 
     def get(self) -> None:
+        workers = figures_by_worker(self.server)
+        _history(self.server).sample(workers)
         self.set_header("Content-Type", "text/html; charset=utf-8")
-        self.write(page(figures_by_worker(self.server), host_table(self.server)))
+        self.write(page(workers, host_table(self.server)))
+
+
+class DatagenData(RequestHandler):
+    """GET /datagen/data.json: the curves and the tables, for the page's script."""
+
+    def get(self) -> None:
+        workers = figures_by_worker(self.server)
+        history = _history(self.server)
+        history.sample(workers)
+        self.set_header("Content-Type", "application/json")
+        self.set_header("Cache-Control", "no-store")
+        self.write(
+            json.dumps(history.data() | {"tables": tables(workers, host_table(self.server))})
+        )
+
+
+def _history(scheduler: Any) -> History:
+    """The scheduler's curve history (one per scheduler, kept on it: no module state)."""
+    history = getattr(scheduler, "datagen_history", None)
+    if not isinstance(history, History):
+        history = History()
+        scheduler.datagen_history = history
+    return history
 
 
 def _add(dask_scheduler: Any) -> bool:
-    """On the scheduler: route /datagen to the page, once."""
+    """On the scheduler: route /datagen and its data to the page, once."""
     app = dask_scheduler.http_application
     if not getattr(app, "datagen_page", False):
-        app.add_handlers(r".*$", [(f"/{PATH}", DatagenPage, {"dask_server": dask_scheduler})])
+        given = {"dask_server": dask_scheduler}
+        app.add_handlers(
+            r".*$",
+            [(f"/{PATH}", DatagenPage, given), (f"/{PATH}/data.json", DatagenData, given)],
+        )
         app.datagen_page = True
     return True
 

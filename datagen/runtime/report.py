@@ -30,7 +30,7 @@ from bokeh.resources import INLINE
 from datagen.browser.admission import BINDINGS
 from datagen.engine.health import FIGURE, health_html, raised_anywhere
 from datagen.observe.roles import run_measures
-from datagen.observe.summary import counted, verification_line
+from datagen.observe.summary import counted, counts_text, verification_line
 from datagen.runtime.hosts import HOST_COLUMNS
 from datagen.runtime.metrics import METRIC
 from datagen.sink.hosts import read_hosts
@@ -118,6 +118,13 @@ class Timeline:
         return {name: round(seconds, 1) for name, seconds in out.items() if seconds}
 
 
+def has_engine(timeline: Timeline) -> bool:
+    """Did any worker have an engine (a limit on requests in flight) or call one? A run
+    without one reports engine rates of 0 all along: no chart to draw."""
+    engine = ("engine_limit", "engine_requests_per_s", "engine_tokens_per_s")
+    return any(figures.get(k, 0.0) > 0 for _, _, figures in timeline.samples for k in engine)
+
+
 def binding_line(bound: dict[str, float]) -> str:
     """The share of worker-time each limit held sessions in flight: "engine 61%, cpu 30%"."""
     total = sum(bound.values())
@@ -165,10 +172,10 @@ def write_report(
             f"{tasks.with_episodes} of {tasks.committed} tasks, "
             f"steps {rows.get('steps', 0)}, "
             f"grounding rows {rows.get('grounding', 0)}, solved {manifest.solved}; "
-            f"rejects by reason: {manifest.reject_reasons or 'none'}.</p>"
+            f"rejects by reason: {escape(counts_text(manifest.reject_reasons))}.</p>"
             f"<p>Observations dropped on pages out of scope, error or blank pages (never data): "
             f"{dropped.total}, {dropped.share:.1%} of all "
-            f"({dropped.by_reason or 'none'}). "
+            f"({escape(counts_text(dropped.by_reason))}). "
             "Curves: the workers' figures as the Dask dashboard showed them (10 s windows).</p>"
             f"<p>What held sessions in flight (share of worker-time): "
             f"{binding_line(timeline.bound_seconds()) or 'not reported'} (engine: requests "
@@ -197,7 +204,7 @@ def write_report(
             _curves(timeline, "sessions_in_flight", "sessions in flight", "sessions"),
             _curves(timeline, "observe_work_ms", "observation work (median)", "ms"),
         ]
-    if timeline.series("engine_requests_per_s"):
+    if has_engine(timeline):  # the meter reports engine rates of 0 for a run with none
         parts += [
             _curves(timeline, "engine_tokens_per_s", "engine tokens per second", "tokens/s"),
             _curves(timeline, "engine_latency_ms", "engine latency (mean)", "ms"),

@@ -71,7 +71,8 @@ def gallery(tables: dict[str, list[dict[str, Any]]], max_episodes: int = 20) -> 
         outcome = {True: "solved", False: "not solved", None: "no check"}[episode["success"]]
         sections.append(
             f'<section class="episode" id="{html.escape(episode["episode_id"])}"><h2>{html.escape(episode["task_id"])} '
-            f"<small>{outcome} · {episode['n_steps']} steps · {html.escape(episode['policy'])}</small></h2>"
+            f"<small>{outcome} · {episode['n_steps']} steps · {html.escape(episode['policy'])} · "
+            f"{_verification(episode.get('verification'))}</small></h2>"
             f"<p>{html.escape(episode['instruction'])}</p>{figures}</section>"
         )
     return PAGE.format(count=len(sections), sections="\n".join(sections))
@@ -95,15 +96,62 @@ def _figure(step: dict[str, Any], grounding: list[dict[str, Any]]) -> str:
         shapes.append(
             f'<circle class="click" cx="{x}" cy="{y}" r="{max(6, w // 120)}" fill="{CLICK_COLOUR}"/>'
         )
-    caption = html.escape(step["action_repr"]) + (
-        f" — {html.escape(step['thought'])}" if step.get("thought") else ""
-    )
+    needed = step.get("needed")
     return (
-        f'<figure class="step" data-step="{step["step_index"]}"><div class="shot" style="aspect-ratio:{w}/{h}">'
+        f'<figure class="step" data-step="{step["step_index"]}" data-needed="{str(needed).lower()}"><div class="shot" style="aspect-ratio:{w}/{h}">'
         f'<img src="data:{mime};base64,{base64.b64encode(image).decode()}" width="{w}" height="{h}" alt="step {step["step_index"]}">'
         f'<svg viewBox="0 0 {w} {h}" preserveAspectRatio="none">{"".join(shapes)}</svg></div>'
-        f"<figcaption>{step['step_index']}. {caption}<br><small>{html.escape(step['url'])}</small></figcaption></figure>"
+        f"<figcaption>{_caption(step)}</figcaption></figure>"
     )
+
+
+# what a step's `needed` says, as the gallery marks it
+NEEDED = {
+    True: ("yes", "✔ needed", "replay showed the task needs this step"),
+    False: ("no", "✘ not needed", "the check passed with this step left out"),
+    None: ("unknown", "· not verified", "no replay verified this step"),
+}
+
+
+def _caption(step: dict[str, Any]) -> str:
+    """A step in words: its description, whether it was needed, its action, its target's role,
+    name and box, the model's thought, the page."""
+    key, mark, why = NEEDED.get(step.get("needed"), NEEDED[None])
+    description = step.get("action_description") or step["action_repr"]
+    box = step.get("target_bbox_px")
+    if box:
+        role = html.escape(step.get("target_role") or "element")
+        name = html.escape(step.get("target_name") or "")
+        corners = ", ".join(f"{v:.0f}" for v in box)
+        target = f'{role} "{name}" at [{corners}]' if name else f"{role} at [{corners}]"
+    else:
+        target = "no target element"
+    thought = f" — {html.escape(step['thought'])}" if step.get("thought") else ""
+    return (
+        f'{step["step_index"]}. <span class="description">{html.escape(description)}</span> '
+        f'<span class="needed {key}" title="{why}">{mark}</span><br>'
+        f'<small><code class="action">{html.escape(step["action_repr"])}</code> · target: '
+        f'<span class="target">{target}</span>{thought}</small><br>'
+        f"<small>{html.escape(step['url'])}</small>"
+    )
+
+
+def _verification(value: str | None) -> str:
+    """The episode's replay verification, its meaning on hover."""
+    name = value or "not verified"
+    meaning = VERIFICATION.get(value or "", "not solved, or verification off")
+    return f'<span class="verification" title="{html.escape(meaning)}">verification: {html.escape(name)}</span>'
+
+
+# the values of `episodes.verification`, in words (the gallery's hover, the export's card)
+VERIFICATION = {
+    "minimal": "replayed: the steps marked needed alone solve the task, and each of them "
+    "was shown needed (leaving it out failed the check)",
+    "reduced": "replayed with its needed steps only and solved, but the replay budget ran "
+    "out before every step was tried: some steps marked needed may not be",
+    "not_reproduced": "a replay of all its steps did not pass the check (timing, randomness): "
+    "its steps carry no task label",
+}
 
 
 def _rect(box: list[float], colour: str, width: int) -> str:
@@ -117,10 +165,16 @@ body {{ font-family: system-ui, sans-serif; margin: 24px; color: #1b1b1f; }}
 .episode {{ margin-bottom: 40px; }} h2 small {{ color: #666; font-weight: normal; }}
 .step {{ display: inline-block; vertical-align: top; width: 640px; margin: 0 16px 16px 0; }}
 .shot {{ position: relative; width: 100%; }} .shot img, .shot svg {{ position: absolute; inset: 0; width: 100%; height: 100%; }}
-figcaption {{ font-size: 13px; margin-top: 4px; }}
+figcaption {{ font-size: 13px; margin-top: 4px; }} .needed.yes {{ color: #1a7f37; }}
+.needed.no {{ color: #b42318; }} .needed.unknown {{ color: #777; }}
 </style></head><body>
 <h1>datagen gallery <small>({count} episodes)</small></h1>
-<p>Green: grounding boxes. Orange: the action's target element. Magenta: the click point.</p>
+<p>Green: grounding boxes. Orange: the action's target element. Magenta: the click point.
+Each step: its description, ✔ needed / ✘ not needed / · not verified (replay verification),
+the action, and its target's role, name and box in screenshot pixels. An episode's
+verification: minimal (its needed steps alone solve the task, each shown needed), reduced
+(solved with its needed steps, not every step tried), not_reproduced (a replay did not solve
+it), not verified.</p>
 {sections}
 </body></html>
 """

@@ -122,3 +122,67 @@ def test_datagen_figures_are_readable_on_the_dashboard() -> None:
     assert figures["steps"] == "14" and figures["browser MB"] == "200"
     assert figures["in flight"] == "4" and figures["in-flight limit"] == ""
     assert ["timeout_step", "1", "1", "2"] in cells  # rejects by reason, per worker
+
+
+def _run_figures(dask_worker: Any) -> None:  # a distributed Worker (run by client.run)
+    """On a worker: a meter whose figures move as a run's do (steps, memory, rejects), with no
+    engine: what a browser-only run (explore) reports."""
+    import time as clock
+
+    from datagen.observe.meter import Meter
+    from datagen.runtime.metrics import register
+
+    meter, t0 = Meter(window_s=2.0), clock.monotonic()
+    meter.totals["run"] = lambda: {
+        "steps": (clock.monotonic() - t0) * 5,
+        "reject:occluded": float(int(clock.monotonic() - t0)),
+    }
+    meter.gauges["browser"] = lambda: {
+        "browser_memory_mb": 300 + 20 * ((clock.monotonic() - t0) % 5),
+        "browser_sessions": 3.0,
+    }
+    register(dask_worker, meter)
+
+
+@pytest.mark.browser
+def test_the_datagen_page_draws_live_curves_and_no_engine_column_without_an_engine(
+    chromium: str,
+) -> None:
+    """In Chromium, while the figures move: the page's curves (steps/s, sessions, browser
+    memory, rejects by reason) grow without a reload, no engine curve or column appears, and the
+    tables stay for the exact figures."""
+    from playwright.sync_api import sync_playwright
+
+    from datagen.runtime.dashboard import add_page
+
+    with connect(ClusterConfig(workers=1)) as client, sync_playwright() as pw:
+        client.run(_run_figures)
+        assert add_page(client)
+        port = urlsplit(dashboard_link(client)).port
+        browser = pw.chromium.launch(executable_path=chromium)
+        try:
+            page = browser.new_page()
+            page.goto(f"http://127.0.0.1:{port}/datagen")
+            page.evaluate("window.samePage = true")  # gone if the page reloaded itself
+            count = "n => document.querySelectorAll('svg.chart polyline').length >= n"
+            page.wait_for_function(count, arg=4, timeout=30_000)
+            points = "() => document.querySelector('svg.chart polyline').points.length"
+            before = page.evaluate(points)
+            page.wait_for_function(f"() => ({points})() >= {before + 2}", timeout=30_000)
+            titles = page.evaluate(
+                "() => [...document.querySelectorAll('svg.chart')].map(s => s.dataset.title)"
+            )
+            headers = page.evaluate(
+                "() => [...document.querySelectorAll('#tables th')].map(h => h.textContent)"
+            )
+            assert page.evaluate("window.samePage") is True  # updated in place, not reloaded
+            rows = page.evaluate("+document.body.dataset.updates")
+            if os.environ.get("DATAGEN_SHOT_DASHBOARD"):  # docs/img/dashboard.png
+                page.set_viewport_size({"width": 1100, "height": 760})
+                page.screenshot(path=os.environ["DATAGEN_SHOT_DASHBOARD"])
+        finally:
+            browser.close()
+    assert titles == ["steps/s", "sessions in flight", "browser memory MB", "rejects by reason"]
+    assert rows >= 2
+    assert "steps" in headers and "browser MB" in headers
+    assert not [h for h in headers if "engine" in h or h in ("in flight", "in-flight limit")]

@@ -36,6 +36,7 @@ class Task:
     site: str
     name: str
     twin: str | None = None  # a site whose start page this task's page nearly duplicates
+    url: str | None = None  # a start URL of a task list (no site named): `site` is only a seed
 
 
 def page(seed: str, mark: int = 0) -> bytes:
@@ -74,7 +75,9 @@ def _episode(task: Task, repeat: int) -> tuple[EpisodeRow, list[StepRow], list[G
     group = f"g-{task.site}-{task.name}"
     common = _common(task, episode)
     provenance = {"playwright_version": "1.0", "datagen_version": __version__, "policy": "explore"}
-    shots = [page(f"start:{task.site}"), task_page(task, repeat)]
+    # a task list's tasks each start on a page of their own: only their place can join them
+    start = f"start:{task.site}:{task.name}" if task.url else f"start:{task.site}"
+    shots = [page(start), task_page(task, repeat)]
     x, y = (40.0, 20.0) if repeat == 0 else (250.0, 150.0)  # the failed repeat clicks elsewhere
     steps = [
         StepRow(
@@ -131,10 +134,10 @@ def _episode(task: Task, repeat: int) -> tuple[EpisodeRow, list[StepRow], list[G
     row = EpisodeRow(
         **common,
         **provenance,
-        source="sites",
-        site=task.site,
+        source="urls" if task.url else "sites",
+        site="" if task.url else task.site,
         instruction=f"Do {task.name} on {task.site}.",
-        start_url=f"site://{task.site}/",
+        start_url=task.url or f"site://{task.site}/",
         final_url=f"http://127.0.0.1/{task.site}/1",
         n_steps=len(steps),
         success=repeat == 0,
@@ -154,13 +157,17 @@ def _episode(task: Task, repeat: int) -> tuple[EpisodeRow, list[StepRow], list[G
     return row, steps, grounding
 
 
-def write_run(out: Path, shards: list[list[Task]], name: str = "synthetic") -> Path:
-    """An output at `out` with one shard per list of tasks (two repeats each), all committed."""
+def write_run(
+    out: Path, shards: list[list[Task]], name: str = "synthetic", scope: object = "site"
+) -> Path:
+    """An output at `out` with one shard per list of tasks (two repeats each), all committed;
+    `scope`: the pipeline's `run.scope`."""
     storage = LocalStorage(out)
     pipeline = {
         "name": name,
         "sources": [{"type": "sites", "dir": None}],
         "policy": {"type": "explore"},
+        "run": {"scope": scope},
     }
     claim_output(storage, RUN, pipeline)
     for shard, tasks in enumerate(shards):

@@ -185,11 +185,12 @@ def test_card_gives_licence_provenance_and_figures(made: tuple[Path, dict[str, P
         "browser: chromium/1.0 (20)",
         "actions: no model",
         "validation: 0.5",
-        "train: 6 groups",
+        "train: 5 groups in 2 clusters",
+        "validation: 5 of 10 task groups (50.0%), asked 50.0%: exactly",
         "verified by replay",
     ):
         assert line in body, line
-    assert "samples (`data`): 20 (train 12, validation 8)" in body
+    assert "samples (`data`): 20 (train 10, validation 10)" in body
 
 
 def _one_task_run(folder: Path, name: str, sources: list[dict[str, Any]] | None = None) -> Path:
