@@ -104,7 +104,7 @@ SCRIPT = """
       svg += `<polyline data-name="${name}" fill="none" stroke="${c}" stroke-width="2" points="${points}"/>`;
       legend += `<span style="color:${c}">■</span> ${name} ${fmt(values[values.length - 1])} `;
     });
-    return `<div class="curve"><b>${title}</b><br>${svg}</svg><br><small>${legend}</small></div>`;
+    return `<div class="curve"><strong>${title}</strong><br>${svg}</svg><br><small>${legend}</small></div>`;
   }
   async function update() {
     try {
