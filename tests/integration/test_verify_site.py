@@ -301,9 +301,10 @@ def test_live_hosts_are_replayed_against_the_site(
 def test_verification_stays_inside_the_episodes_time(
     plugin: ReadyPlugin, site: Site, tmp_path: Path
 ) -> None:
-    """Replays (let reach the site: `live`) from the third load on hang on a script: the
-    verification is cut at the episode's limit, decides none of its steps (reduced: needed
-    null, no replay left one out and failed) and the shard commits."""
+    """Replays (let reach the site: `live`) from the fourth load on hang on a script: the
+    verification is cut at the episode's limit before a replay passed (the last step alone,
+    the last two, then all four: that one hangs), decides none of its steps (needed null) and
+    the shard commits."""
     noise, agree, submit = Click(x=100, y=40), Click(x=100, y=120), Click(x=100, y=200)
     task = TaskSpec(
         id="slow",
@@ -316,7 +317,7 @@ def test_verification_stays_inside_the_episodes_time(
     out = run(plugin, site, tmp_path, [task], run={"episode_timeout_s": 20}, verify=live)
 
     (episode,) = read(out, "episodes")  # the shard committed
-    assert episode["verification"] == "reduced", episode["verify_note"]
+    assert episode["verification"] == "not_reproduced", episode["verify_note"]
     assert "run.episode_timeout_s" in episode["verify_note"]
     assert [s["needed"] for s in steps_of(out)["slow"]] == [None] * 5  # nothing decided
     assert site.hung <= 1  # one replay met the hang at most, and was cut there
@@ -512,6 +513,7 @@ def test_replays_never_open_a_websocket_to_the_site(
     Local(plugin).run(config, 3, [task], timeout=120)  # a generous watchdog
 
     (episode,) = read(out, "episodes")
-    assert episode["verification"] == "minimal" and episode["verify_replays"] >= 2
+    # the click alone, observed as it went: the one replay
+    assert episode["verification"] == "minimal" and episode["verify_replays"] >= 1
     assert sockets.connections == 1 and sockets.messages == 1  # the episode's alone
     assert episode["verify_aborted"] == [f"WS {where} {episode['verify_replays']}"]
