@@ -151,9 +151,7 @@ def placed(
             continue
         raw = m["size"]
         size = int(raw) if raw.isdigit() else NUMBERS.get(raw, 0)
-        if size >= 2 and nearest_is(
-            quote, group_box(box, like, size), SIDES[m["relation"]], texts
-        ):
+        if size >= 2 and nearest_is(quote, group_box(box, like, size), SIDES[m["relation"]], texts):
             return True
     for m in PLAIN.finditer(expression):
         if m.span("relation") in grouped:
