@@ -13,6 +13,7 @@ of datagen's scan, and a shared bug would pass it. Benches (`bench/grounding.py`
                  queries and CDP listeners), boxes, visibility, the real-click hit test
     motion.py    was the judged moment the settled page; rows of moving targets
     judge.py     each row correct | wrong | moving | unjudged; precision, recall, disagreement
+    anchors.py   is a quoted anchor the drawn text nearest its element (or group) on its side
 """
 
 from oracle.judge import (

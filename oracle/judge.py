@@ -10,7 +10,10 @@ reached by a click at some point of it; it is found when it has a correct row. A
 disagrees with its image when under its box the screenshot is not, for the most part, the
 background colour of its target (checked for targets painted that way: an opaque background
 over most of their box in the oracle's own screenshot); the row of a moving target disagrees
-too. A correct row of a wrapped link that boxes several of its lines, not one, is "loose".
+too. A correct row of a wrapped link that boxes several of its lines, not one, is "loose". A
+correct row whose expression quotes text that its target's row (`data-gt-row`) does not show
+is "outside", unless that quote is an anchor the oracle finds to be the drawn text nearest the
+target, or its group, on the stated side (`oracle/anchors.py`).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import numpy as np
 from PIL import Image
 from playwright.async_api import Page
 
+from oracle.anchors import DrawnText, drawn_texts, placed
 from oracle.motion import moving_match
 from oracle.targets import (
     Box,
@@ -80,7 +84,9 @@ class RowVerdict:
     colour_share: float | None = None  # of its box in the screenshot; None: not checked
     misnamed: bool = False  # correct box, but its expression lacks the target's given name
     loose: bool = False  # correct box over several lines of a wrapped target, not one line
-    outside: bool = False  # correct box, but it quotes text that is not in the target's row
+    # correct box, but it quotes text that is not in the target's row and is not the drawn text
+    # nearest it (or its group) on the side the expression states (oracle/anchors.py)
+    outside: bool = False
     unshown: tuple[str, ...] = ()  # texts it quotes that the page does not show (`shown_text`)
 
     @property
@@ -212,12 +218,13 @@ async def judge(
     CSS px) on `page`, which must not have changed since that observation."""
     started = time.perf_counter()
     shown = await shown_text(page)
+    texts = await drawn_texts(page)
     frames, targets = await _ground_truth(page, discover)
     by_id = {t.id: t for t in targets}
     own = await page.screenshot(type="png")
     try:
         verdicts = [
-            await _judge_row(page, frames, i, row, device_scale_factor, by_id)
+            await _judge_row(page, frames, i, row, device_scale_factor, by_id, texts)
             for i, row in enumerate(rows)
         ]
         after = await _read(frames)
@@ -247,6 +254,7 @@ async def _judge_row(
     row: RowLike,
     scale: float,
     targets: dict[str, Target],
+    texts: Sequence[DrawnText],
 ) -> RowVerdict:
     point = (row.point_px[0] / scale, row.point_px[1] / scale)
     box: Box = tuple(row.bbox_css)  # type: ignore[assignment]
@@ -289,6 +297,10 @@ async def _judge_row(
         lines = " ".join(_fmt(r) for r in target.rects)
         reasons.append(f"box spans several lines of {target.description}: {lines}")
     foreign = outside_row(expression, target.row) if target.row is not None else []
+    # an anchor from outside the row is fine where it is the drawn text nearest the target (or
+    # its group) on the side the expression states (oracle/anchors.py)
+    like = [t.box for t in targets.values() if t.tag == target.tag and t.frame == target.frame]
+    foreign = [q for q in foreign if not placed(q, expression, target.box, like, texts)]
     if foreign:
         reasons.append(f"quotes {foreign} from outside its row")
     return replace(

@@ -12,10 +12,12 @@ other elements of that observation for ambiguity). The rules, written down in do
   accessible name or the label a user reads beside it in its row, `the <noun> containing "…"`
   for a filled field, `the <noun> with placeholder "…"` while the placeholder is drawn, an
   icon's glyph (`the "×" button`) or word (`the trash icon button`), an unnamed SVG shape by
-  its colour (`the blue graphic`), else its role and state placed by the text beside it (`the
-  button right of "Buy milk"`, `the field below "Focus into the textbox."`) or alone (`the
-  checkbox`, `the second checkbox` among several). Never coordinates for an element target
-  (issue 34).
+  its colour (`the blue graphic`), else its role and state placed by the drawn text nearest
+  it, from the side that text is drawn on (`the button right of "Buy milk"`, `the field above
+  "Your nickname"` for a caption drawn under it), or by its place in its group of like
+  controls (`the second of three checkboxes in the list below "Tasks"`), else its role with an
+  ordinal that says among how many (`the second of two checkboxes`). Never coordinates for an
+  element target (issue 34).
 - **Target of a click without one** (scripted and model actions): the smallest element of the
   observation whose box holds the point, as the DOM saw it; `Click at (x, y)` only where no
   element is there.

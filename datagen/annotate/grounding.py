@@ -8,9 +8,11 @@ point at the element, from what the screenshot shows (issue 34): the name it sho
 label a user reads beside it in its row, what a filled field holds or a drop-down shows, a
 drawn placeholder, an icon's glyph or word (an icon-only control's accessible name stands in
 for its icon, unquoted: `the settings icon button`), else its role and state placed by the
-text around it (`the empty text field below "Focus into the textbox."`) or alone
-(`the unchecked checkbox`); then made unique within the screenshot (by that text beside it,
-the nearest heading, else by order: `the second of two icon buttons`). Every element gets
+drawn text nearest it, from the side that text is drawn on (`the empty text field above "Your
+nickname"`: the caption is drawn under it), or alone where no text is near (`the unchecked
+checkbox`); then made unique within the screenshot (by that text beside it, its place in its
+group of like controls, `the second of three checkboxes in the list below "Tasks"`, the
+nearest heading, else by order: `the second of two icon buttons`). Every element gets
 one. Quoted text is text the screenshot shows; never the HTML `name` attribute, an id, a
 class name, or an aria-label over text the control shows (the accessible name has its own
 column, `accessible_name`). Every quoted text goes through `quote`, the one quoting rule of

@@ -293,7 +293,11 @@
       const near = rowText(el, toggle ? ['right', 'left'] : ['left', 'above'], true);
       if (near && toggle && near.side === 'left' && !near.label) return ['', '', near];
       if (near) return [near.text, near.label ? 'sibling-label' : 'nearby', null];
-      const around = rowText(el, toggle ? ['right', 'left', 'above'] : ['left', 'above', 'right'], false, true);
+      // else any short text around it in its row (a caption drawn below a field included),
+      // else the drawn text nearest it on whichever side it is drawn (issue 44): a reader
+      // finds `the empty text field above "Caption"` where the caption is drawn under it
+      const around = rowText(el, toggle ? ['right', 'left', 'above', 'below']
+        : ['left', 'above', 'right', 'below'], false, true) || nearOf(el);
       return ['', '', around];
     }
     if (el instanceof SVGElement) {
@@ -335,10 +339,9 @@
     if (glyph) return [glyph, 'glyph', near];
     const icon = iconOf(el);
     if (icon) return [icon, 'icon', near];
-    // an element of no role (a clickable cell, a card) with nothing in its row: the drawn
-    // text nearest it, on whichever side it is drawn
-    const around = near || rowText(el, ['left', 'right', 'above'], false, true) ||
-      (role === 'generic' ? nearOf(el) : null);
+    // an element (an icon button, a clickable cell, a card) with nothing in its row: the
+    // drawn text nearest it, on whichever side it is drawn
+    const around = near || rowText(el, ['left', 'right', 'above'], false, true) || nearOf(el);
     return ['', drawsGraphic(el) ? 'graphic' : '', around];
   };
   const selectedText = (el) => {  // what a closed single <select> shows
@@ -624,9 +627,10 @@
       b.y < p.y2 && b.y + b.height > p.y1)) e.hit = false;  // under the open list
   });
 
-  // Groups of like controls around the ones with no words of their own (groups.js).
-  // (elements of no role only: a clickable cell, a card; controls keep their row's words)
-  const wordless = (e) => e.role === 'generic' && !e.name && !e.text &&
+  // Groups of like controls around the ones with no words of their own (groups.js): a
+  // clickable cell, a card, and controls with a role (a checkbox, an empty field, an icon
+  // button) that show no name, text or placeholder.
+  const wordless = (e) => !e.name && !e.text && !(e.placeholder && e.placeholder_shown) &&
     (e.name_source === '' || e.name_source === 'graphic');
   group(out.map((e, i) => ({ el: sources[i], e })), wordless);
 

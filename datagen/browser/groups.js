@@ -38,12 +38,14 @@
     if (along && r.left >= b.right - 2) return ['right', r.left - b.right];
     return ['', Infinity];
   };
-  // The drawn text nearest box `b` (top-document coordinates) on any side, outside `skip`:
-  // {text, side, gap} or null. Only the top document's text (a frame's own text is its own).
+  // The drawn text nearest box `b` (top-document coordinates) on any side, outside `skip`
+  // (an element or a list of them): {text, side, gap} or null. Only the top document's text
+  // (a frame's own text is its own).
   const nearestText = (b, skip) => {
+    const skips = !skip ? [] : Array.isArray(skip) ? skip : [skip];
     const found = [];
     for (const c of textIndex()) {
-      if (skip && within(skip, c.t)) continue;
+      if (skips.some((s) => within(s, c.t))) continue;
       const [side, gap] = sideOf(b, c.r);
       if (side && gap <= NEAR_PX) found.push({ c, side, gap });
     }
@@ -60,6 +62,11 @@
     const r = n.getBoundingClientRect();
     return { left: r.left, top: r.top, right: r.right, bottom: r.bottom };
   };
+  const unionOf = (boxes) => ({  // of {x, y, width, height} boxes
+    left: Math.min(...boxes.map((b) => b.x)), top: Math.min(...boxes.map((b) => b.y)),
+    right: Math.max(...boxes.map((b) => b.x + b.width)),
+    bottom: Math.max(...boxes.map((b) => b.y + b.height)),
+  });
   const ROW_PX = 8;  // as annotate/grounding.py's reading order: tops this close are a line
   const readingOrder = (items) => {
     const rows = [];
@@ -71,10 +78,14 @@
   };
   // Groups of like controls (same tag and role, in the top document) around the unnamed ones:
   // the highest ancestor, at most four levels up, that holds two or more of them and no other
-  // control. Every member counts in the ordinal, named or not, as a reader counts them.
-  // `entries` [{el, e}] (e: the element's row); sets e.group_* on the members.
+  // control. Every member of no role counts in the ordinal, named or not, as a reader counts
+  // a grid's cells; controls with a role are like only when their noun is the same (all
+  // wordless, drawing an icon or not: `the second of 3 icon buttons`, never counting a "Save"
+  // button among icon buttons). `entries` [{el, e}] (e: the element's row); sets e.group_* on
+  // the members.
   const group = (entries, unnamed) => {
-    const like = (a, b) => a.e.tag === b.e.tag && a.e.role === b.e.role;
+    const said = (x) => (x.e.role === 'generic' ? '' : unnamed(x.e) ? 'wordless ' + x.e.name_source : 'named');
+    const like = (a, b) => a.e.tag === b.e.tag && a.e.role === b.e.role && said(a) === said(b);
     const done = new Set();
     for (const u of entries) {
       if (!unnamed(u.e) || done.has(u) || u.e.selector.includes(' >> ')) continue;
@@ -90,7 +101,9 @@
       const cols = Math.max(...rows.map((r) => r.length));
       const list = /^(UL|OL)$/.test(best.tagName) || /^(list|listbox)$/.test(best.getAttribute('role') || '');
       const kind = rows.length >= 2 && cols >= 2 ? 'grid' : list ? 'list' : rows.length === 1 ? 'row' : 'column';
-      const near = nearestText(boxOf(best), best);
+      // placed by the drawn text nearest the members' box (a toolbar's own title beside its
+      // buttons included), outside the members themselves
+      const near = nearestText(unionOf(members.map((m) => m.e.box)), members.map((m) => m.el));
       order.forEach(({ m }, i) => {
         done.add(m);
         Object.assign(m.e, {

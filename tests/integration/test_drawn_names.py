@@ -6,10 +6,11 @@ an icon button's word moved off-screen, a transparent button text, a visually hi
 Each such control carries `data-undrawn` (words no name of it may quote), a drawn one
 `data-drawn` (words it is named by).
 
-tests/fixtures/pages/drawn/grid.html: a 3×3 grid of empty clickable cells below "Score", and
-a field whose caption is drawn below it (not yet said: see the commit): every cell has a row, and every description lets a
-reader find its element (the ordinal counts the stated group, the quoted anchor is the drawn
-text nearest it on the stated side).
+tests/fixtures/pages/drawn/grid.html: a 3×3 grid of empty clickable cells below "Score", a
+field whose caption comes first in the DOM but is drawn below it, and three unlabelled
+checkboxes in a list below "Tasks": every cell has a row, and every description lets a reader
+find its element (the ordinal counts the stated group, the quoted anchor is the drawn text
+nearest it, or its group, on the stated side: the field is "above" its caption).
 
 Which control a row is about, which texts are drawn, the grid's cells and reading order are
 read by this test's own Playwright code (the element at the row's point, a label standing
@@ -207,6 +208,7 @@ class GridPage:
     texts: list[dict[str, Any]]
     cells: list[Box]
     field: Box
+    checkboxes: list[Box]
     scale: float
 
 
@@ -224,8 +226,14 @@ def grid(browser_plugin: ReadyPlugin, host: BrowserHost, pages: SiteServer) -> G
             texts = await session.page.evaluate(TEXTS_JS)
             cells = await session.page.evaluate(BOXES_JS, "#grid .cell")
             (field,) = await session.page.evaluate(BOXES_JS, "#nick")
+            checkboxes = await session.page.evaluate(BOXES_JS, "#tasks input")
             return GridPage(
-                list(zip(rows, said, strict=True)), texts, cells, field, obs.device_scale_factor
+                list(zip(rows, said, strict=True)),
+                texts,
+                cells,
+                field,
+                checkboxes,
+                obs.device_scale_factor,
             )
 
     return browser_plugin.run(scenario())
@@ -277,3 +285,68 @@ def test_no_description_leaves_the_reader_guessing(grid: GridPage) -> None:
     assert len(cells) == 9
     for description in cells:
         assert '"' in description or " icon " in description, description
+
+
+# ------------------------------- controls with a role and no words: placed as drawn (issue 44)
+
+RELATION = re.compile(r'(?P<relation>below|above|right of|left of) "(?P<anchor>[^"]+)"$')
+IN_LIST = re.compile(
+    r"the (?P<ordinal>\w+) of (?P<size>\w+) checkboxes in the list "
+    r'(?P<relation>below|above|right of|left of) "(?P<anchor>[^"]+)"$'
+)
+
+
+def union(boxes: list[Box]) -> Box:
+    return {
+        "left": min(b["left"] for b in boxes),
+        "top": min(b["top"] for b in boxes),
+        "right": max(b["right"] for b in boxes),
+        "bottom": max(b["bottom"] for b in boxes),
+    }
+
+
+def rows_in(grid: GridPage, box: Box) -> list[tuple[GroundingRow, str]]:
+    return [
+        (r, d)
+        for r, d in grid.rows
+        if holds(box, r.point_px[0] / grid.scale, r.point_px[1] / grid.scale)
+    ]
+
+
+def test_a_label_drawn_below_its_field_is_said_above_it(grid: GridPage) -> None:
+    """The caption comes first in the DOM and is drawn under the field: the field is `above`
+    it, and the caption is the drawn text nearest the field on that side."""
+    (caption,) = [t for t in grid.texts if t["text"] == "Your nickname"]
+    assert caption["top"] >= grid.field["bottom"] - 2  # the page's premise, read by the test
+    ((row, description),) = rows_in(grid, grid.field)
+    for said in (row.referring_expression, description):
+        m = RELATION.search(said)
+        assert m, said
+        assert m["relation"] == "above", said
+        assert m["anchor"] == nearest(grid.texts, grid.field, SIDES[m["relation"]]), said
+
+
+def test_unlabelled_checkboxes_are_placed_by_their_list_or_their_nearest_text(
+    grid: GridPage,
+) -> None:
+    """Each checkbox is said by its place in the list (the ordinal counts the list, the
+    anchor is the drawn text nearest the list on the stated side) or by the drawn text nearest
+    it on the stated side where that alone tells it apart."""
+    assert len(grid.checkboxes) == 3
+    group = union(grid.checkboxes)
+    ordered = reading(grid.checkboxes)
+    placed = 0
+    for box in grid.checkboxes:
+        ((row, description),) = rows_in(grid, box)
+        for said in (row.referring_expression, description):
+            m = IN_LIST.search(said)
+            if m:
+                assert m["size"] in ("3", "three"), said
+                assert ordered[ORDINALS.index(m["ordinal"])] == box, said
+                assert m["anchor"] == nearest(grid.texts, group, SIDES[m["relation"]]), said
+            else:
+                r = RELATION.search(said)
+                assert r and said.count('"') == 2, said  # its role, its state, its anchor only
+                assert r["anchor"] == nearest(grid.texts, box, SIDES[r["relation"]]), said
+            placed += 1
+    assert placed == 6
