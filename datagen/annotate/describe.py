@@ -53,14 +53,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from datagen.annotate.grounding import (
-    QUOTE_CHARS,
     ROLE_NOUNS,
     Expression,
     base_expression,
     group_form,
-    quote,
     reading_order,
 )
+from datagen.annotate.words import QUOTE_CHARS, quote
 from datagen.records import (
     Back,
     Click,

@@ -21,12 +21,12 @@ expressions and action descriptions; `name_source` on the row says where the nam
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from datagen.annotate.nouns import ROLE_NOUNS, SVG_TAGS, TAG_NOUNS, noun
+from datagen.annotate.words import NUMBERS, ordinal_word, plural, quote
 from datagen.config.urls import strip_credentials
 from datagen.records import Element, GroundingRow, Observation
 
@@ -71,42 +71,6 @@ RELATION = {"left": "right of", "right": "left of", "above": "below", "below": "
 # What a group member with no words is called, by how the group is laid (issue 44): a grid's
 # `cell`, else an `item` of its row, column or list (a role's own noun wins: `checkboxes`).
 GROUP_NOUNS = {"grid": "cell"}
-ORDINALS: tuple[str, ...] = (
-    *("first", "second", "third", "fourth", "fifth"),
-    *("sixth", "seventh", "eighth", "ninth", "tenth"),
-)
-QUOTE_CHARS = 80  # longer names and texts are cut (at a word boundary) and end in "…"
-
-
-def ordinal_word(n: int) -> str:
-    """1 → first … 10 → tenth, then 11th, 21st, 22nd, 23rd, 101st."""
-    if n <= len(ORDINALS):
-        return ORDINALS[n - 1]
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
-
-
-def quote(text: str) -> str:
-    """`"Buy milk"`: the one quoting rule of expressions and descriptions. Whitespace
-    collapsed, a `"` inside written `'`, at most QUOTE_CHARS characters: longer text is cut at
-    the last word boundary that keeps at least half of it (else mid-word) and ends in `…`."""
-    flat = re.sub(r"\s+", " ", text).strip().replace('"', "'")
-    if len(flat) > QUOTE_CHARS:
-        cut = flat[: QUOTE_CHARS - 1]
-        space = cut.rfind(" ")
-        cut = cut[:space] if space >= QUOTE_CHARS // 2 else cut
-        flat = cut.rstrip(" ,;:-–") + "…"
-    return f'"{flat}"'
-
-
-NUMBERS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
-
-
-def _plural(noun: str) -> str:
-    """checkbox → checkboxes, text field → text fields."""
-    return noun + ("es" if noun.endswith(("s", "x", "ch", "sh")) else "s")
-
-
 ROW_PX = 8  # elements whose tops are this close read as one line (reading order: rows, then x)
 
 
@@ -162,8 +126,8 @@ class Expression:
         words = ["the"]
         if ordinal:
             words.append(ordinal_word(ordinal))
-        plural = bool(ordinal and of > 1)
-        if plural:
+        many = bool(ordinal and of > 1)
+        if many:
             words.append(f"of {NUMBERS.get(of, str(of))}")
         if self.state and state:
             words.append(self.state)
@@ -173,7 +137,7 @@ class Expression:
             words.append(quote(self.label))
         if self.icon:
             words.append(f"{self.icon} icon")
-        words.append(_plural(self.noun) if plural else self.noun)
+        words.append(plural(self.noun) if many else self.noun)
         if self.placeholder:
             words.append(f"with placeholder {quote(self.placeholder)}")
         elif self.value:
@@ -191,7 +155,7 @@ class Expression:
         of its group, which the reader finds by the drawn text nearest the group."""
         noun = self.noun if self.noun != "element" else GROUP_NOUNS.get(self.group_kind, "item")
         size = NUMBERS.get(self.group_size, str(self.group_size))
-        words = ["the", ordinal_word(self.group_index), "of", size, _plural(noun)]
+        words = ["the", ordinal_word(self.group_index), "of", size, plural(noun)]
         words += ["in the", self.group_kind or "group"]
         if self.group_anchor and self.group_side in RELATION:
             words.append(f"{RELATION[self.group_side]} {quote(self.group_anchor)}")

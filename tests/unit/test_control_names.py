@@ -5,7 +5,8 @@ and target-less clicks described from the element at their point."""
 from __future__ import annotations
 
 from datagen.annotate.describe import describe, element_at
-from datagen.annotate.grounding import QUOTE_CHARS, expressions, noun, quote
+from datagen.annotate.grounding import expressions, noun
+from datagen.annotate.words import QUOTE_CHARS, quote
 from datagen.records import Click, Decision, Element, TypeText
 from tests.helpers import button, observation
 

@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from datagen.annotate.describe import QUOTE_CHARS, describe, model_description, quote
-from datagen.annotate.grounding import ordinal_word
+from datagen.annotate.words import ordinal_word
 from datagen.config import VlmPolicyConfig
 from datagen.policy.vlm import VlmPolicy
 from datagen.records import (

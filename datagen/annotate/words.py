@@ -1,0 +1,41 @@
+"""The words expressions and descriptions are made of: ordinals, counts, plurals and the one
+quoting rule (grounding.py, describe.py)."""
+
+from __future__ import annotations
+
+import re
+
+ORDINALS: tuple[str, ...] = (
+    *("first", "second", "third", "fourth", "fifth"),
+    *("sixth", "seventh", "eighth", "ninth", "tenth"),
+)
+QUOTE_CHARS = 80  # longer names and texts are cut (at a word boundary) and end in "…"
+
+
+def ordinal_word(n: int) -> str:
+    """1 → first … 10 → tenth, then 11th, 21st, 22nd, 23rd, 101st."""
+    if n <= len(ORDINALS):
+        return ORDINALS[n - 1]
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def quote(text: str) -> str:
+    """`"Buy milk"`: the one quoting rule of expressions and descriptions. Whitespace
+    collapsed, a `"` inside written `'`, at most QUOTE_CHARS characters: longer text is cut at
+    the last word boundary that keeps at least half of it (else mid-word) and ends in `…`."""
+    flat = re.sub(r"\s+", " ", text).strip().replace('"', "'")
+    if len(flat) > QUOTE_CHARS:
+        cut = flat[: QUOTE_CHARS - 1]
+        space = cut.rfind(" ")
+        cut = cut[:space] if space >= QUOTE_CHARS // 2 else cut
+        flat = cut.rstrip(" ,;:-–") + "…"
+    return f'"{flat}"'
+
+
+NUMBERS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
+
+
+def plural(noun: str) -> str:
+    """checkbox → checkboxes, text field → text fields."""
+    return noun + ("es" if noun.endswith(("s", "x", "ch", "sh")) else "s")
