@@ -41,6 +41,7 @@ from datagen.config.stages import (
     ModelExpressionsConfig,
     RelabelConfig,
     ValidationConfig,
+    TasksConfig,
     VerifyConfig,
 )
 from datagen.config.urls import ServerUrl, engine_url, has_userinfo, redact_url, split_host_port
@@ -75,6 +76,7 @@ __all__ = [
     "SourceConfig",
     "UrlsSourceConfig",
     "ValidationConfig",
+    "TasksConfig",
     "VerifyConfig",
     "Viewport",
     "VlmPolicyConfig",

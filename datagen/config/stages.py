@@ -99,6 +99,29 @@ class VerifyConfig(Section):
         return [h.lower() for h in value]
 
 
+TaskKind = Literal["state", "value", "url", "appeared", "text", "disappeared"]
+TASK_KINDS: tuple[TaskKind, ...] = ("state", "value", "url", "appeared", "text", "disappeared")
+
+
+class TasksConfig(Section):
+    """Task synthesis (issue 43): each verified (minimal) episode's needed steps are replayed,
+    observed, and what they changed (a URL, an element that appeared or went, a control's
+    state or value, a message) becomes a task whose check a program decides, kept only once
+    replays prove it: false at the start, true after the demonstration, twice, and false on
+    the shard's other episodes from the same start that did not act as it did. Written to
+    the `tasks` table; `datagen export --format tasks` makes a task list of them."""
+
+    per_episode: int = Field(
+        3, ge=1, le=50, description="tasks kept per verified episode at most (most telling first)"
+    )
+    kinds: list[TaskKind] = Field(
+        default_factory=lambda: list(TASK_KINDS),
+        description="effect kinds that may become tasks: state (a control checked or not), "
+        "value (a drop-down's choice), url (path or query), appeared / disappeared (an "
+        "element, by role and name), text (a line of text that became visible)",
+    )
+
+
 class AnnotationConfig(Section):
     """Rows written for each step's elements."""
 
@@ -114,6 +137,11 @@ class AnnotationConfig(Section):
         default_factory=VerifyConfig,
         description="replay each solved episode to find the steps its task needs (null: off; "
         "then no sample carries the task's instruction)",
+    )
+    tasks: TasksConfig | None = Field(
+        None,
+        description="synthesise tasks from verified episodes' effects, proven by sealed "
+        "replays (needs annotation.verify; null: off)",
     )
     relabel: RelabelConfig | None = Field(
         None,

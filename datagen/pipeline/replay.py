@@ -25,7 +25,17 @@ from datagen.pipeline.recording import Recording
 from datagen.pipeline.router import ReplayRouter
 from datagen.pipeline.rows import EpisodeOutcome, Hit
 from datagen.pipeline.straggler import StragglerWatch
-from datagen.records import Action, Click, Decision, Element, ImageData, TaskSpec
+from datagen.records import (
+    Action,
+    Click,
+    Decision,
+    Element,
+    ImageData,
+    Observation,
+    PageState,
+    SuccessCheck,
+    TaskSpec,
+)
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +47,11 @@ class Screens:
 
     steps: dict[int, tuple[ImageData, str, str]] = field(default_factory=dict)
     final: tuple[ImageData, str] | None = None
+    # observed: the page's state before each step, then after the last (task synthesis)
+    states: list[PageState] = field(default_factory=list)
+    # with probes: each probe's live result before each step, then after the last
+    probed: list[list[bool]] = field(default_factory=list)
+    acted: dict[int, Action] = field(default_factory=dict)  # by step: the action as done here
 
 
 class Replayer:
@@ -76,9 +91,16 @@ class Replayer:
                 self.passed.append(key)
         return self.seen[key]
 
-    async def replay(self, steps: tuple[int, ...], observe: bool = False) -> Screens | None:
-        """Replay `steps`; the path (its screens when `observe`) if it stayed the episode's
-        trajectory and the check passed, else None."""
+    async def replay(
+        self,
+        steps: tuple[int, ...],
+        observe: bool = False,
+        judge: bool = True,
+        probes: Sequence[SuccessCheck] = (),
+    ) -> Screens | None:
+        """Replay `steps`; the path (its screens and states when `observe`, the `probes`
+        checks' live results at each point) if it stayed the episode's trajectory and the
+        check passed (not asked unless `judge`), else None."""
         ctx = self.ctx
         router = ReplayRouter(self.recording, self.live)
         seal = SealedProxy(self.live, ctx.host.guard)
@@ -94,7 +116,7 @@ class Replayer:
                 # the consent dialog answered as the episode had it answered: a banner left
                 # up covers the page's foot, and clicks there would land on it
                 await answer_consent(session, ctx.config.browser.consent)
-                return await self._run(session, steps, router, observe)
+                return await self._run(session, steps, router, observe, judge, probes)
         except (*BROWSER_FAILURES, TimeoutError) as exc:
             if not ctx.host.connected:
                 raise BrowserDied(f"browser closed while replaying task {self.task.id}") from None
@@ -110,9 +132,15 @@ class Replayer:
                 self.requests[("live", "unrouted", method, host)] += n
 
     async def _run(
-        self, session: Session, steps: tuple[int, ...], router: ReplayRouter, observe: bool
+        self,
+        session: Session,
+        steps: tuple[int, ...],
+        router: ReplayRouter,
+        observe: bool,
+        judge: bool,
+        probes: Sequence[SuccessCheck],
     ) -> Screens | None:
-        path = await self._steps(session, steps, router, observe)
+        path = await self._steps(session, steps, router, observe, probes)
         if path is None:
             return None
         await session.settle()
@@ -120,8 +148,12 @@ class Replayer:
             obs = await session.observe()
             image = ImageData(bytes=obs.screenshot, path=f"path-final.{obs.image_format}")
             path.final = (image, obs.url)
+            path.states.append(await _state(session, obs))
+        await self._probe(session, path, probes)
         if await self._failed(session, "after the last step"):
             return None
+        if not judge:
+            return None if self._diverged(router) else path
         if await run_check(session, self.task.check, self.task.id) is not True:
             if router.refused_gets:  # what it may have needed, for the note
                 self.divergences.append(
@@ -131,8 +163,17 @@ class Replayer:
             return None
         return None if self._diverged(router) else path
 
+    async def _probe(self, session: Session, path: Screens, probes: Sequence[SuccessCheck]) -> None:
+        if probes:
+            path.probed.append([await run_check(session, p, self.task.id) is True for p in probes])
+
     async def _steps(
-        self, session: Session, steps: tuple[int, ...], router: ReplayRouter, observe: bool
+        self,
+        session: Session,
+        steps: tuple[int, ...],
+        router: ReplayRouter,
+        observe: bool,
+        probes: Sequence[SuccessCheck] = (),
     ) -> Screens | None:
         path = Screens()
         for index in steps:
@@ -142,6 +183,7 @@ class Replayer:
             if await self._failed(session, f"before step {index}"):
                 return None
             action = self.actions[index]
+            await self._probe(session, path, probes)
             if observe:
                 await self._observe(session, index, path, action)
             if isinstance(action, Click) and index in self.hits:
@@ -152,6 +194,7 @@ class Replayer:
                     return None
                 action = moved
             await session.act(action)
+            path.acted[index] = action
             if self.watch is not None:
                 self.watch.step_ended()
             if self._diverged(router):
@@ -203,6 +246,7 @@ class Replayer:
                     )
         words = describe(obs, Decision(action=action, target=target))
         path.steps[index] = (image, words, obs.url)
+        path.states.append(await _state(session, obs))
 
     async def _failed(self, session: Session, when: str) -> bool:
         """Did the task's `fail` check pass (as in the episode: solved by nothing after it)?"""
@@ -218,6 +262,12 @@ class Replayer:
         if why not in self.divergences:
             self.divergences.append(why)
         return True
+
+
+async def _state(session: Session, obs: Observation) -> PageState:
+    """The page's state as checks read it, from an observation and the body's text now."""
+    text = await session.page.evaluate("() => document.body ? document.body.innerText : ''")
+    return PageState.of(obs.url, str(text), obs.elements)
 
 
 def find(elements: Sequence[Element], hit: Hit) -> Element | None:

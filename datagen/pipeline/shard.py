@@ -22,6 +22,7 @@ from datagen.pipeline.episode import relabel, run_episode
 from datagen.pipeline.hosts import HostTurn, LocalHosts
 from datagen.pipeline.pool import EpisodePool
 from datagen.pipeline.rows import EpisodeOutcome
+from datagen.pipeline.synthesis import specific
 from datagen.pipeline.verify import verify
 from datagen.records import EpisodeRow, ShardResult, TaskSpec
 from datagen.sink.writer import write_shard
@@ -68,8 +69,16 @@ async def run_shard(shard: int, tasks: list[TaskSpec], ctx: ShardContext) -> Sha
     outcomes = [job.result() for job in jobs]
     if ctx.host.launches != launch or not await ctx.host.responsive():
         raise BrowserDied(f"the browser closed or stopped answering under shard {shard}")
-    tables: dict[str, list[Any]] = {"episodes": [], "steps": [], "grounding": [], "rejects": []}
+    specific(outcomes)  # a task true where its demonstration was not done is no task
+    tables: dict[str, list[Any]] = {
+        "episodes": [],
+        "steps": [],
+        "grounding": [],
+        "rejects": [],
+        "tasks": [],
+    }
     for o in outcomes:
+        tables["tasks"] += o.tasks
         tables["episodes"] += [o.episode] if o.episode else []
         tables["steps"] += o.steps
         tables["grounding"] += o.grounding
@@ -89,6 +98,8 @@ async def run_shard(shard: int, tasks: list[TaskSpec], ctx: ShardContext) -> Sha
         browser_episodes=ctx.host.episodes,
         tasks_with_episodes=len({e.task_id for e in tables["episodes"]}),
         **verification_figures(tables["episodes"]),
+        synth_s=round(sum(o.synth_ms for o in outcomes) / 1000, 3),
+        tasks_synthesised=sum(1 for t in tables["tasks"] if t.kept),
     )
     await asyncio.to_thread(write_shard, ctx.storage, shard, tables, result)
     return result

@@ -55,6 +55,7 @@ from datagen.pipeline.context import ShardContext
 from datagen.pipeline.recording import discard_recording
 from datagen.pipeline.replay import Replayer, Screens
 from datagen.pipeline.rows import EpisodeOutcome
+from datagen.pipeline.synthesis import synthesise
 from datagen.pipeline.straggler import StepClock, StragglerWatch, Straggling
 from datagen.records import Action, RejectReason, TaskSpec
 
@@ -158,6 +159,10 @@ async def _verify(out: EpisodeOutcome, task: TaskSpec, ctx: ShardContext) -> Non
             await _search(replayer, sorted(actions), config, result, left, began)
             if result.status == "full":
                 await _observe_path(replayer, result)
+            tasks = ctx.config.annotation.tasks
+            if tasks is not None and result.status == "minimal" and result.kept:
+                steps = tuple(sorted(result.kept))
+                await synthesise(out, task, replayer, result.path, steps, tasks)
     except TimeoutError:
         result.cut(
             replayer,
@@ -285,7 +290,8 @@ def _write(out: EpisodeOutcome, result: Verdict, replayer: Replayer, began: floa
             "verification": status,
             "verified_steps": sum(1 for s in out.steps if s.needed),
             "verify_replays": replayer.replays,
-            "verify_ms": round((time.perf_counter() - began) * 1000, 1),
+            # task synthesis's replays are counted apart (ShardResult.synth_s)
+            "verify_ms": round((time.perf_counter() - began) * 1000 - out.synth_ms, 1),
             "verify_note": result.note,
             **request_columns(replayer),
         }

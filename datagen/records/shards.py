@@ -57,6 +57,11 @@ class ShardResult(Frozen):
         description="what those replays tried to send and were refused, by 'METHOD host'",
     )
     verified: int = Field(0, description="solved episodes verified (replayed at least once)")
+    synth_s: float = Field(
+        0.0,
+        description="of session_s, task synthesis's (annotation.tasks): its replays' time",
+    )
+    tasks_synthesised: int = Field(0, description="synthesised tasks its proof kept")
 
     @model_serializer(mode="wrap")
     def _omit_unverified(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

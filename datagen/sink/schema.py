@@ -18,13 +18,14 @@ from typing import Any
 import pyarrow as pa
 from pydantic import BaseModel
 
-from datagen.records import EpisodeRow, GroundingRow, ImageData, RejectRow, StepRow
+from datagen.records import EpisodeRow, GroundingRow, ImageData, RejectRow, StepRow, TaskRow
 
 TABLES: dict[str, type[BaseModel]] = {
     "episodes": EpisodeRow,
     "steps": StepRow,
     "grounding": GroundingRow,
     "rejects": RejectRow,
+    "tasks": TaskRow,
 }
 IMAGE_TYPE = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
 SCALARS: dict[Any, tuple[pa.DataType, str]] = {

@@ -1,0 +1,199 @@
+"""Task synthesis: a verified episode's effects, as tasks proven by sealed replays (issue 43).
+
+    verify.py (a minimal episode: its needed steps, its Replayer, the recording still there)
+      ─► one replay of the needed steps, observed (unless verify's observed path has states)
+      ─► effects between the start state and the state after each of the first k steps
+         (annotate/tasks.py) ─► candidates, each a check
+      ─► two more replays, observed, every candidate's check asked live before the first step
+         and after each step ─► kept: false at the start (live, and on both recorded start
+         states), true after its demonstration on both replays, nothing moving by itself in it
+      ─► TaskRow per candidate (kept, or the proof step that dropped it) on EpisodeOutcome.tasks
+    shard.py, once the shard's episodes ended: specific() ─► false on the final state of every
+      other episode from the same start that did not act on the demonstration's last element
+
+Replays are on fresh contexts answered from the episode's own recording (replay.py), so the
+site is never touched again. A task's demonstration is its first k needed steps, as the
+replay did them (a click where its element is on the replay's page): what a `scripted` run
+of the exported task replays.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+
+from datagen.annotate.tasks import Act, Effect, effects, instruction, mask, volatile
+from datagen.config import TasksConfig
+from datagen.pipeline.replay import Replayer, Screens
+from datagen.pipeline.rows import EpisodeOutcome, digest
+from datagen.records import Action, Click, Key, PageState, TaskRow, TaskSpec, TypeText, action_repr
+from datagen.url import strip_credentials
+
+
+@dataclass
+class Candidate:
+    """An effect of the demonstration's first `k` steps, and why its proof dropped it."""
+
+    k: int
+    effect: Effect
+    dropped: str | None = None
+
+
+async def synthesise(
+    out: EpisodeOutcome,
+    task: TaskSpec,
+    replayer: Replayer,
+    path: Screens | None,
+    steps: tuple[int, ...],
+    config: TasksConfig,
+) -> None:
+    """Candidates from the needed `steps` of a minimal episode, proven (module docstring),
+    onto `out.tasks`; the time it took on `out.synth_ms`."""
+    began = time.perf_counter()
+    try:
+        if path is None or len(path.states) != len(steps) + 1:
+            path = await replayer.replay(steps, observe=True, judge=False)
+            replayer.replays += 1
+        if path is None or len(path.states) != len(steps) + 1:
+            return
+        found = _candidates(path.states, config)
+        if not found:
+            return
+        probes = [c.effect.check for c in found]
+        proofs = []
+        for _ in range(2):  # true after the demonstration, and again
+            proofs.append(await replayer.replay(steps, observe=True, judge=False, probes=probes))
+            replayer.replays += 1
+        _prove(found, path.states[0], proofs)
+        out.tasks += _rows(out, task, replayer, found, steps, proofs, config)
+    finally:
+        out.synth_ms += (time.perf_counter() - began) * 1000
+
+
+def _candidates(states: list[PageState], config: TasksConfig) -> list[Candidate]:
+    """Each effect once, at the fewest steps that made it, of the configured kinds."""
+    found: list[Candidate] = []
+    seen: set[str] = set()
+    for k in range(1, len(states)):
+        for effect in effects(states[0], states[0], states[k]):
+            if effect.kind in config.kinds and effect.key not in seen:
+                seen.add(effect.key)
+                found.append(Candidate(k, effect))
+    return found[: 4 * config.per_episode]  # the most telling (tasks.KINDS order per k)
+
+
+def _prove(found: list[Candidate], start: PageState, proofs: list[Screens | None]) -> None:
+    """Mark each candidate with the first proof step it fails (None: proven)."""
+    first = proofs[0]
+    again = first.states[0] if first is not None and first.states else start
+    moved = volatile(start, again)
+    for i, c in enumerate(found):
+        if mask(c.effect.subject) in moved:
+            c.dropped = "volatile"
+        elif c.effect.check.holds_on(again) is not False or (first and first.probed[0][i]):
+            c.dropped = "holds_at_start"
+        elif first is None or len(first.probed) <= c.k or not first.probed[c.k][i]:
+            c.dropped = "not_after_demo"
+        elif (
+            (second := proofs[1]) is None or len(second.probed) <= c.k or not second.probed[c.k][i]
+        ):
+            c.dropped = "not_again"
+
+
+def _acts(replayer: Replayer, steps: tuple[int, ...]) -> list[Act]:
+    """The demonstration's steps as words need them (the element each acted on)."""
+    acts = []
+    for index in steps:
+        action, hit = replayer.actions[index], replayer.hits.get(index)
+        role, name = (hit.role, hit.name) if hit is not None else ("", "")
+        if isinstance(action, Click):
+            acts.append(Act("click", role, name))
+        elif isinstance(action, TypeText):
+            acts.append(Act("type", role, name, action.text))
+        elif isinstance(action, Key):
+            acts.append(Act("key", text=action.combo))
+        else:
+            acts.append(Act("other"))
+    return acts
+
+
+def _rows(
+    out: EpisodeOutcome,
+    task: TaskSpec,
+    replayer: Replayer,
+    found: list[Candidate],
+    steps: tuple[int, ...],
+    proofs: list[Screens | None],
+    config: TasksConfig,
+) -> list[TaskRow]:
+    start_url = strip_credentials(task.start_url)
+    done = proofs[0].acted if proofs[0] is not None else {}
+    rows, kept = [], 0
+    for c in found:
+        demo = steps[: c.k]
+        words = instruction(c.effect, _acts(replayer, demo))
+        if c.dropped is None and words is None:
+            c.dropped = "no_words"
+        if c.dropped is None and kept >= config.per_episode:
+            c.dropped = "over_limit"
+        kept += c.dropped is None
+        actions: list[Action] = [done.get(i, replayer.actions[i]) for i in demo]
+        rows.append(
+            TaskRow(
+                **out.ids,
+                synth_id=digest(start_url, c.effect.key)[:16],
+                site=task.site,
+                start_url=start_url,
+                effect_kind=c.effect.kind,
+                effect=c.effect.key,
+                instruction=words or "",
+                check_json=c.effect.check.model_dump_json(exclude_none=True),
+                actions_json=json.dumps([a.model_dump() for a in actions]),
+                demo_steps=list(demo),
+                demo_descriptions=[action_repr(a) for a in actions],
+                kept=c.dropped is None,
+                dropped_at=c.dropped,
+                proof_replays=2 if c.dropped is None else 0,
+                false_on_start=3 if c.dropped is None else 0,
+            )
+        )
+    return rows
+
+
+def specific(outcomes: list[EpisodeOutcome]) -> None:
+    """Drop kept tasks whose check holds on the final state of another episode from the same
+    start that did not act on the demonstration's last element (it would reward not doing the
+    task); record the episodes each was false on."""
+    for o in outcomes:
+        for i, row in enumerate(o.tasks):
+            if not row.kept:
+                continue
+            last = o.hits.get(row.demo_steps[-1])
+            check = TaskSpec.model_validate(
+                {
+                    "id": "x",
+                    "start_url": "x",
+                    "instruction": "x",
+                    "check": json.loads(row.check_json),
+                }
+            ).check
+            assert check is not None
+            false_on, dropped = [], None
+            for p in outcomes:
+                if p is o or p.final_state is None or p.episode is None:
+                    continue
+                if p.episode.start_url != row.start_url:
+                    continue
+                if last is not None and any(
+                    (h.role, h.name) == (last.role, last.name) for h in p.hits.values()
+                ):
+                    continue  # it acted as the demonstration did: it may well have made the effect
+                if check.holds_on(p.final_state):
+                    dropped = "not_specific"
+                    break
+                false_on.append(p.ids["episode_id"])
+            update: dict[str, object] = {"false_on_episodes": false_on}
+            if dropped:
+                update |= {"kept": False, "dropped_at": dropped}
+            o.tasks[i] = row.model_copy(update=update)
