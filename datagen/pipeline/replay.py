@@ -78,6 +78,7 @@ class Replayer:
         self.longest = 0.0  # the slowest replay so far (s): what the observed path may need
         self.seen: dict[tuple[int, ...], bool] = {}
         self.watch: StragglerWatch | None = None
+        self.states = False  # the replay in progress records its states (`replay`)
 
     async def passes(self, steps: Sequence[int]) -> bool:
         """Does the check pass after replaying `steps` (step indices, in order)?"""
@@ -97,9 +98,10 @@ class Replayer:
         observe: bool = False,
         judge: bool = True,
         probes: Sequence[SuccessCheck] = (),
+        states: bool = False,
     ) -> Screens | None:
         """Replay `steps`; the path (its screens and states when `observe`, the `probes`
-        checks' live results at each point) if it stayed the episode's trajectory and the
+        checks' live results at each point, its states alone when `states`) if it stayed the episode's trajectory and the
         check passed (not asked unless `judge`), else None."""
         ctx = self.ctx
         router = ReplayRouter(self.recording, self.live)
@@ -116,6 +118,7 @@ class Replayer:
                 # the consent dialog answered as the episode had it answered: a banner left
                 # up covers the page's foot, and clicks there would land on it
                 await answer_consent(session, ctx.config.browser.consent)
+                self.states = states
                 return await self._run(session, steps, router, observe, judge, probes)
         except (*BROWSER_FAILURES, TimeoutError) as exc:
             if not ctx.host.connected:
@@ -149,6 +152,8 @@ class Replayer:
             image = ImageData(bytes=obs.screenshot, path=f"path-final.{obs.image_format}")
             path.final = (image, obs.url)
             path.states.append(await _state(session, obs))
+        elif self.states:
+            path.states.append(await session.state())
         await self._probe(session, path, probes)
         if await self._failed(session, "after the last step"):
             return None
@@ -186,6 +191,8 @@ class Replayer:
             await self._probe(session, path, probes)
             if observe:
                 await self._observe(session, index, path, action)
+            elif self.states:  # what checks read, without a screenshot (task synthesis)
+                path.states.append(await session.state())
             if isinstance(action, Click) and index in self.hits:
                 elements, _, _ = await session.elements()
                 scale = session.config.device_scale_factor

@@ -1,12 +1,14 @@
 """Task synthesis: a verified episode's effects, as tasks proven by sealed replays (issue 43).
 
     verify.py (a minimal episode: its needed steps, its Replayer, the recording still there)
-      ─► one replay of the needed steps, observed (unless verify's observed path has states)
+      ─► one replay of the needed steps, its states scanned (what checks read: URL, body text,
+         elements; unless verify's observed path has them)
       ─► effects between the start state and the state after each of the first k steps
          (annotate/tasks.py) ─► candidates, each a check
-      ─► two more replays, observed, every candidate's check asked live before the first step
-         and after each step ─► kept: false at the start (live, and on both recorded start
-         states), true after its demonstration on both replays, nothing moving by itself in it
+      ─► one more replay, every candidate's check asked live before the first step and after
+         each ─► kept: false at the start (live, and on both start states), true after its
+         demonstration on both replays (the first's state scanned live, decided by the same
+         pure rule), nothing in it that moved between the two start states
       ─► TaskRow per candidate (kept, or the proof step that dropped it) on EpisodeOutcome.tasks
     shard.py, once the shard's episodes ended: specific() ─► false on the final state of every
       other episode from the same start that did not act on the demonstration's last element
@@ -53,7 +55,7 @@ async def synthesise(
     began = time.perf_counter()
     try:
         if path is None or len(path.states) != len(steps) + 1:
-            path = await replayer.replay(steps, observe=True, judge=False)
+            path = await replayer.replay(steps, judge=False, states=True)
             replayer.replays += 1
         if path is None or len(path.states) != len(steps) + 1:
             return
@@ -61,12 +63,10 @@ async def synthesise(
         if not found:
             return
         probes = [c.effect.check for c in found]
-        proofs = []
-        for _ in range(2):  # true after the demonstration, and again
-            proofs.append(await replayer.replay(steps, observe=True, judge=False, probes=probes))
-            replayer.replays += 1
-        _prove(found, path.states[0], proofs)
-        out.tasks += _rows(out, task, replayer, found, steps, proofs, config)
+        again = await replayer.replay(steps, judge=False, probes=probes, states=True)
+        replayer.replays += 1
+        _prove(found, path, again)
+        out.tasks += _rows(out, task, replayer, found, steps, (path, again), config)
     finally:
         out.synth_ms += (time.perf_counter() - began) * 1000
 
@@ -83,21 +83,21 @@ def _candidates(states: list[PageState], config: TasksConfig) -> list[Candidate]
     return found[: 4 * config.per_episode]  # the most telling (tasks.KINDS order per k)
 
 
-def _prove(found: list[Candidate], start: PageState, proofs: list[Screens | None]) -> None:
-    """Mark each candidate with the first proof step it fails (None: proven)."""
-    first = proofs[0]
-    again = first.states[0] if first is not None and first.states else start
-    moved = volatile(start, again)
+def _prove(found: list[Candidate], first: Screens, again: Screens | None) -> None:
+    """Mark each candidate with the first proof step it fails (None: proven). `first`: the
+    replay its effects were read from (its states scanned live); `again`: a second replay,
+    every candidate's check asked live at each point."""
+    start = first.states[0]
+    second = again.states[0] if again is not None and again.states else start
+    moved = volatile(start, second)
     for i, c in enumerate(found):
         if mask(c.effect.subject) in moved:
             c.dropped = "volatile"
-        elif c.effect.check.holds_on(again) is not False or (first and first.probed[0][i]):
+        elif c.effect.check.holds_on(second) is not False or (again and again.probed[0][i]):
             c.dropped = "holds_at_start"
-        elif first is None or len(first.probed) <= c.k or not first.probed[c.k][i]:
+        elif c.effect.check.holds_on(first.states[c.k]) is not True:
             c.dropped = "not_after_demo"
-        elif (
-            (second := proofs[1]) is None or len(second.probed) <= c.k or not second.probed[c.k][i]
-        ):
+        elif again is None or len(again.probed) <= c.k or not again.probed[c.k][i]:
             c.dropped = "not_again"
 
 
@@ -124,11 +124,11 @@ def _rows(
     replayer: Replayer,
     found: list[Candidate],
     steps: tuple[int, ...],
-    proofs: list[Screens | None],
+    proofs: tuple[Screens, Screens | None],
     config: TasksConfig,
 ) -> list[TaskRow]:
     start_url = strip_credentials(task.start_url)
-    done = proofs[0].acted if proofs[0] is not None else {}
+    done = proofs[0].acted
     rows, kept = [], 0
     for c in found:
         demo = steps[: c.k]
