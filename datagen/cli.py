@@ -15,7 +15,7 @@ from rich.table import Table
 
 from datagen.engine.cli import engine_app
 from datagen.errors import DatagenError
-from datagen.export.choices import Coords, Filter, Format, Instruction, Syntax
+from datagen.export.choices import Coords, Filter, Instruction, Output, Syntax
 from datagen.observe.help import VersionOpt, choice, reflow_help
 from datagen.observe.safe import plain, safe
 from datagen.observe.summary import show_plan, show_summary, show_warnings
@@ -318,7 +318,7 @@ def verify(
 @app.command("export")
 def export_command(
     uri: Annotated[str, typer.Argument(help="output folder or s3://bucket/prefix of a run")],
-    format: Annotated[Format, choice(Format, "the training format", "--format", "-f")],
+    format: Annotated[Output, choice(Output, "the training format or a task list", "--format", "-f")],
     to: Annotated[
         str | None,
         typer.Option(help="export folder or s3:// prefix (default: OUT/exports/<format>)"),
@@ -354,6 +354,15 @@ def export_command(
 
     from datagen.export import export_output, parse_options
 
+    if format == "tasks":  # a task list, not training samples (export/tasks.py)
+        from datagen.export.tasks import export_tasks
+
+        try:
+            done = export_tasks(uri, to, endpoint_url)
+        except (OSError, DatagenError, BotoCoreError, ClientError) as exc:
+            raise _fail(exc) from None
+        console.print(done.summary(), markup=False, soft_wrap=True)
+        return
     given: dict[str, Any] = {"coords": coords, "syntax": syntax, "history": history}
     given |= {"instruction": instruction, "filter": filter, "allow_standin": allow_standin or None}
     given |= {"min_pixels": min_pixels, "max_pixels": max_pixels}

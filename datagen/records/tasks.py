@@ -75,6 +75,12 @@ class TaskSpec(Frozen):
         "action_reprs: '[button]  Search -> CLICK'); not replayed",
     )
 
+    provenance: dict[str, str] = Field(
+        default_factory=dict,
+        description="where a synthesised task came from (datagen export --format tasks): run, "
+        "episode, source task, demonstration steps, effect, its proof",
+    )
+
     @model_serializer(mode="wrap")
     def _omit_empty_reference(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # Left out when empty: the run id hashes every task's dump, and task lists that
@@ -83,6 +89,8 @@ class TaskSpec(Frozen):
         data: dict[str, Any] = handler(self)
         if not self.reference:
             data.pop("reference", None)
+        if not self.provenance:
+            data.pop("provenance", None)
         if self.fail is None:
             data.pop("fail", None)
         return data
