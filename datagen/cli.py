@@ -318,7 +318,9 @@ def verify(
 @app.command("export")
 def export_command(
     uri: Annotated[str, typer.Argument(help="output folder or s3://bucket/prefix of a run")],
-    format: Annotated[Output, choice(Output, "the training format or a task list", "--format", "-f")],
+    format: Annotated[
+        Output, choice(Output, "the training format or a task list", "--format", "-f")
+    ],
     to: Annotated[
         str | None,
         typer.Option(help="export folder or s3:// prefix (default: OUT/exports/<format>)"),
