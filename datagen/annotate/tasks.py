@@ -68,7 +68,7 @@ def volatile(first: PageState, second: PageState) -> set[str]:
     moved = {mask(s) for s in lines(first.text) ^ lines(second.text)}
     a = {(e.role, e.name, e.text, e.checked) for e in first.elements}
     b = {(e.role, e.name, e.text, e.checked) for e in second.elements}
-    for role, name, text, _ in a ^ b:
+    for _, name, text, _ in a ^ b:
         moved |= {mask(name), mask(text)} - {""}
     return moved
 

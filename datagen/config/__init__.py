@@ -40,8 +40,8 @@ from datagen.config.stages import (
     AnnotationConfig,
     ModelExpressionsConfig,
     RelabelConfig,
-    ValidationConfig,
     TasksConfig,
+    ValidationConfig,
     VerifyConfig,
 )
 from datagen.config.urls import ServerUrl, engine_url, has_userinfo, redact_url, split_host_port
@@ -74,9 +74,9 @@ __all__ = [
     "SimConfig",
     "SitesSourceConfig",
     "SourceConfig",
+    "TasksConfig",
     "UrlsSourceConfig",
     "ValidationConfig",
-    "TasksConfig",
     "VerifyConfig",
     "Viewport",
     "VlmPolicyConfig",

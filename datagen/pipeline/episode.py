@@ -48,12 +48,12 @@ from datagen.records import (
     Back,
     Click,
     Decision,
-    PageState,
     Done,
     EpisodeRow,
     Goto,
     ImageData,
     Observation,
+    PageState,
     RejectReason,
     TaskSpec,
 )

@@ -55,8 +55,8 @@ from datagen.pipeline.context import ShardContext
 from datagen.pipeline.recording import discard_recording
 from datagen.pipeline.replay import Replayer, Screens
 from datagen.pipeline.rows import EpisodeOutcome
-from datagen.pipeline.synthesis import synthesise
 from datagen.pipeline.straggler import StepClock, StragglerWatch, Straggling
+from datagen.pipeline.synthesis import synthesise
 from datagen.records import Action, RejectReason, TaskSpec
 
 ACTION: TypeAdapter[Action] = TypeAdapter(Action)
