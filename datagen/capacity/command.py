@@ -92,8 +92,9 @@ def verification_effect(config: PipelineConfig) -> str:
     line = (
         f"verification: each solved episode is replayed (at most {verify.max_replays} times, "
         f"inside run.episode_timeout_s {config.run.episode_timeout_s:g}s with the episode) on "
-        "fresh contexts answered from the episode's own recorded traffic: the target site gets "
-        "only GETs the episode never made, never a form post or other state-changing request"
+        "fresh contexts, sealed: answered from the episode's own recorded traffic or refused "
+        "(workers and beacons included, by a proxy of their own), so the target site gets "
+        "nothing: no GET, never a form post or other state-changing request"
     )
     if verify.live:
         line += (

@@ -76,15 +76,16 @@ class VerifyConfig(Section):
         ge=2,
         le=200,
         description="replays per solved episode at most (each: a fresh context, the start URL, "
-        "some of its actions, the check); past it, the steps not yet tried stay needed. One "
-        "more replay, of the minimal path found, takes its screenshots for the task's samples",
+        "some of its actions, the check); past it, the steps no replay decided have needed = "
+        "null and the episode is reduced (no task-labelled samples). One more replay, of the "
+        "minimal path found, takes its screenshots for the task's samples",
     )
     live: list[str] = Field(
         default_factory=list,
         description="hosts (name, or name:port) that replays may reach live, form posts and "
         "all: only for sites the operator owns, where a repeated order, post or sign-up does "
-        "no harm. Default none: replays are answered from the episode's own recorded traffic, "
-        "GETs it never made go to the network, any other request is refused",
+        "no harm. Default none: replays are answered from the episode's own recorded traffic "
+        "or refused, and reach no site",
     )
 
     @field_validator("live")

@@ -4,7 +4,7 @@ action from the same state, for DPO-style training.
     ShardData ─► pair_samples(shard, options) ─► data/part-<shard>.parquet (one row per pair)
 
 The chosen side is a step that replay verification showed the task needs (`needed = true` in an
-episode whose `verification` is minimal or reduced: the verified path, `labels.task_path`). The
+episode whose `verification` is minimal: the verified path, `labels.task_path`). The
 rejected side is a step of a failed episode of the same task (its check ran and said no) taken
 from the same state:
 

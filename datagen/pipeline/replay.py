@@ -38,6 +38,7 @@ from datagen.records import (
 )
 
 log = logging.getLogger(__name__)
+OBSERVED_UP_TO = 2  # steps: a replay this short takes its screens as it goes
 
 
 @dataclass
@@ -77,19 +78,25 @@ class Replayer:
         self.passed: list[tuple[int, ...]] = []  # step sets that passed, in the order found
         self.longest = 0.0  # the slowest replay so far (s): what the observed path may need
         self.seen: dict[tuple[int, ...], bool] = {}
+        self.screens: dict[tuple[int, ...], Screens] = {}  # of passing replays observed
         self.watch: StragglerWatch | None = None
         self.states = False  # the replay in progress records its states (`replay`)
 
     async def passes(self, steps: Sequence[int]) -> bool:
-        """Does the check pass after replaying `steps` (step indices, in order)?"""
+        """Does the check pass after replaying `steps` (step indices, in order)? A replay of
+        at most OBSERVED_UP_TO steps is observed as it goes (`screens`): most minimal paths are
+        one or two steps, and their screens then cost no replay of their own."""
         key = tuple(sorted(steps))
         if key not in self.seen:
             self.replays += 1
             began = time.perf_counter()
-            self.seen[key] = await self.replay(key) is not None
+            path = await self.replay(key, observe=len(key) <= OBSERVED_UP_TO)
+            self.seen[key] = path is not None
             self.longest = max(self.longest, time.perf_counter() - began)
-            if self.seen[key]:
+            if path is not None:
                 self.passed.append(key)
+                if len(key) <= OBSERVED_UP_TO:
+                    self.screens[key] = path
         return self.seen[key]
 
     async def replay(

@@ -45,7 +45,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pydantic import TypeAdapter
@@ -63,12 +63,14 @@ ACTION: TypeAdapter[Action] = TypeAdapter(Action)
 
 
 async def minimal(
-    replayer: Replayer, steps: list[int], stop: Callable[[], str | None]
+    replayer: Replayer,
+    steps: list[int],
+    stop: Callable[[], str | None],
+    fixed: Sequence[int] = (),
 ) -> tuple[list[int], str | None]:
-    """The steps left after ddmin (complements only), and why it stopped early (None: it
-    finished, and leaving out any one of them failed). `steps` must pass; the empty set never
-    does (the check failed at the start). `stop` is asked before each replay: a reason to
-    stop, or None."""
+    """The steps left after ddmin (complements only; `fixed` steps are in every replay), and
+    why it stopped early (None: it finished). `fixed` + `steps` must pass. `stop` is asked
+    before each replay: a reason to stop, or None."""
     current, n = list(steps), 2
     while len(current) >= 2:
         size = -(-len(current) // n)
@@ -78,7 +80,7 @@ async def minimal(
             why = stop()
             if why is not None:
                 return current, why
-            if await replayer.passes(rest):
+            if await replayer.passes([*fixed, *rest]):
                 current, n = rest, max(n - 1, 2)
                 break
         else:
@@ -190,11 +192,10 @@ async def _search(
         result.kept = result.proven = set(steps[-1:])
         result.status = "full"
         return
-    if len(steps) == 1 or not await replayer.passes(steps):
+    if len(steps) == 1:
         why = "; ".join(replayer.divergences[-1:]) or "its check did not pass again"
-        result.note = f"a replay of all its actions on a fresh context did not reproduce: {why}"
+        result.note = f"a replay of its action on a fresh context did not reproduce: {why}"
         return
-    result.kept = set(steps)
 
     def stop() -> str | None:
         if replayer.replays >= config.max_replays:
@@ -204,28 +205,77 @@ async def _search(
             return "the time left (run.episode_timeout_s) would not hold another replay"
         return None
 
-    suffix, stopped = await _suffix(replayer, steps, stop)
+    start, stopped = await _suffix(replayer, steps, stop)
+    if start is None:  # not even all of them passed: nothing to say of its steps
+        if stopped is None:
+            why = "; ".join(replayer.divergences[-1:]) or "its check did not pass again"
+            result.note = f"a replay of all its actions on a fresh context did not reproduce: {why}"
+        else:
+            result.cut(replayer, stopped)
+        return
+    kept = steps[start:]
+    if stopped is None:  # its first step is needed (the suffix after it failed): ddmin the rest
+        rest, stopped = await minimal(replayer, kept[1:], stop, fixed=kept[:1])
+        kept = kept[:1] + rest
     if stopped is None:
-        suffix, stopped = await minimal(replayer, suffix, stop)
-    result.kept = set(suffix)
+        kept, stopped = await _prove(replayer, kept, stop)
+    result.kept = set(kept)
     result.settle(replayer, stopped)
 
 
 async def _suffix(
     replayer: Replayer, steps: list[int], stop: Callable[[], str | None]
-) -> tuple[list[int], str | None]:
-    """The shortest passing suffix among the last 2, 4, 8, … actions (all of them passed), and
-    why it stopped early: explore's successes are mostly its last few steps, found in a few
-    replays where ddmin over the whole episode takes many."""
-    size = 2
-    while size < len(steps):
+) -> tuple[int | None, str | None]:
+    """Where the shortest passing suffix starts (None when not even all the actions passed),
+    and why it stopped early. The last 2, 4, 8, … actions, then all of them, until one passes;
+    then a binary search between the last that failed and it. Explore's successes are mostly
+    its last few steps: a few short replays, where a replay of the whole episode and ddmin
+    over it take many long ones."""
+    failed, size = 1, 2  # the last action alone failed
+    while True:
+        size = min(size, len(steps))
         why = stop()
         if why is not None:
-            return steps, why
+            return None, why
         if await replayer.passes(steps[-size:]):
-            return steps[-size:], None
-        size *= 2
-    return steps, None
+            break
+        if size == len(steps):
+            return None, None
+        failed, size = size, size * 2
+    while size - failed > 1:  # steps[-size:] passes, steps[-failed:] does not
+        middle = (size + failed) // 2
+        why = stop()
+        if why is not None:
+            return len(steps) - size, why
+        if await replayer.passes(steps[-middle:]):
+            size = middle
+        else:
+            failed = middle
+    return len(steps) - size, None
+
+
+async def _prove(
+    replayer: Replayer, kept: list[int], stop: Callable[[], str | None]
+) -> tuple[list[int], str | None]:
+    """`kept` with every step proven: each left out once from the final set (a replay the
+    search has not made yet is made now; one that passes drops its step)."""
+    changed = True
+    while changed and len(kept) > 1:
+        changed = False
+        for step in kept:
+            rest = [s for s in kept if s != step]
+            if tuple(rest) in replayer.seen:
+                if replayer.seen[tuple(rest)]:
+                    kept, changed = rest, True
+                    break
+                continue
+            why = stop()
+            if why is not None:
+                return kept, why
+            if await replayer.passes(rest):
+                kept, changed = rest, True
+                break
+    return kept, None
 
 
 async def _observe_path(replayer: Replayer, result: Verdict) -> None:
@@ -234,8 +284,11 @@ async def _observe_path(replayer: Replayer, result: Verdict) -> None:
     if sorted(result.kept) == result.everything:  # nothing left out: the episode's screens
         result.status = "minimal"
         return
-    path = await replayer.replay(tuple(sorted(result.kept)), observe=True)
-    replayer.replays += 1
+    key = tuple(sorted(result.kept))
+    path = replayer.screens.get(key)
+    if path is None:
+        path = await replayer.replay(key, observe=True)
+        replayer.replays += 1
     if path is not None:
         result.path, result.status = path, "minimal"
         return

@@ -43,10 +43,18 @@ from __future__ import annotations
 
 import hashlib
 import random
-import re
-from dataclasses import dataclass, field
 
 from datagen.config import ExplorePolicyConfig
+from datagen.policy.targets import (
+    FALLBACK_VALUES,
+    VALUES_BY_NAME,
+    VALUES_BY_TYPE,
+    Typed,
+    blocked,
+    completers,
+    holds,
+    leads_out,
+)
 from datagen.records import (
     Action,
     Back,
@@ -62,53 +70,15 @@ from datagen.records import (
     TypeText,
 )
 from datagen.scope import Scope, page_problem
-from datagen.url import BadUrl, path_of, split_url
+from datagen.url import path_of
 
-# Values a person would type, by the field's input type or by words in its name.
-VALUES_BY_TYPE = {
-    "email": ["alex.morgan@example.com", "sam.lee@example.org"],
-    "password": ["Sunflower!2024", "Correct-Horse-42"],
-    "tel": ["+1 555 0100", "020 7946 0958"],
-    "number": ["3", "12", "42"],
-    "url": ["https://example.com"],
-    "date": ["2024-05-17"],
-    "search": ["lamp", "blue", "report", "coffee"],
-}
-VALUES_BY_NAME = {
-    "name": ["Alex Morgan", "Sam Lee", "Priya Patel"],
-    "email": VALUES_BY_TYPE["email"],
-    "password": VALUES_BY_TYPE["password"],
-    "search": VALUES_BY_TYPE["search"],
-    "filter": ["eng", "sales", "an"],
-    "city": ["Lisbon", "Toronto"],
-    "phone": VALUES_BY_TYPE["tel"],
-}
-FALLBACK_VALUES = ["Buy groceries", "Call the dentist", "Quarterly report", "hello world"]
 SELECT_ROLES = {"combobox", "listbox"}
 # Observations in a row without an element the episode had not seen, before it may stop. The
 # observation after an action waits for the page to settle, so one is enough; each more would
 # cost a repeated action on every page (and the state key, a digest of every element in view,
 # already makes a tried state one with nothing new in it).
 QUIET_STEPS = 1
-# The words of a button that completes what was typed beside it (its name or text).
-COMPLETING = re.compile(
-    r"^\W*(?:(?:add|save|submit|create|post|send|go|search|find|ok|done|apply|update|enter|"
-    r"sign in|log in|login|continue|next|reply|comment|subscribe|confirm)\b|\+)",
-    re.IGNORECASE,
-)
 FIELD_WEIGHT = 4  # a page's lone text field, against 1 for any other element (`_pick`)
-NEAR_RIGHT_PX = 480  # how far right of a field, on its row, a completing button may be
-NEAR_BELOW_PX = 160  # how far below a field's bottom edge (a form's submit row)
-
-
-@dataclass
-class Typed:
-    """A value typed into a field and not yet seen taken: what completes it is tried next."""
-
-    selector: str
-    text: str
-    url: str
-    tried: set[str] = field(default_factory=set)  # "Enter", or completing buttons' selectors
 
 
 class Explorer:
@@ -178,7 +148,7 @@ class Explorer:
             current = next(
                 (e for e in obs.elements if target and e.selector == target.selector), None
             )
-            if not (isinstance(action, TypeText) and _holds(current, action.text)):
+            if not (isinstance(action, TypeText) and holds(current, action.text)):
                 if isinstance(action, TypeText) and target is not None:
                     self.typed = Typed(target.selector, action.text, obs.url)
                     self.typed_into.add(target.selector)
@@ -188,9 +158,9 @@ class Explorer:
         if completing is not None:
             return completing
         # only where a click lands on it, and never at a box that moved while it was observed
-        reachable = [e for e in obs.elements if e.hit and e.stable and not _blocked(e, scope)]
+        reachable = [e for e in obs.elements if e.hit and e.stable and not blocked(e, scope)]
         inside = [
-            e for e in reachable if e.selector not in self.led_away and not _leads_out(e, scope)
+            e for e in reachable if e.selector not in self.led_away and not leads_out(e, scope)
         ]
         choices = inside or reachable  # out-of-scope links only when nothing else is there
         if not choices:
@@ -262,14 +232,14 @@ class Explorer:
             return None
         current = next((e for e in obs.elements if e.selector == typed.selector), None)
         taken = typed.tried and (
-            current is None or obs.url != typed.url or not _holds(current, typed.text)
+            current is None or obs.url != typed.url or not holds(current, typed.text)
         )
         if taken:
             self.typed = None
             return None
         buttons = [
             e.selector
-            for e in _completers(obs, current, scope)
+            for e in completers(obs, current, scope)
             if e.selector not in typed.tried and e.selector not in self.led_away
         ]
         # Enter only right after the typing, while the field still has the focus (a key goes
@@ -298,7 +268,7 @@ class Explorer:
         else:
             words = f"{element.name} {element.placeholder}".lower()
             values = next((v for k, v in VALUES_BY_NAME.items() if k in words), FALLBACK_VALUES)
-        new = [v for v in values if not _holds(element, v)]
+        new = [v for v in values if not holds(element, v)]
         return self.rng.choice(new) if new else None
 
     def _count_new(self, obs: Observation) -> None:
@@ -340,65 +310,6 @@ def _click(element: Element, obs: Observation) -> Click:
     x, y = element.box.centre
     scale = obs.device_scale_factor
     return Click(x=round(x * scale, 1), y=round(y * scale, 1))
-
-
-def _completers(obs: Observation, field: Element | None, scope: Scope) -> list[Element]:
-    """Visible buttons that complete what was typed into `field`: named `Add`, `Save`,
-    `Search`, … (or a submit input), on the field's row to its right or just below it, nearest
-    first; never a link out of scope."""
-    if field is None:
-        return []
-    f = field.box
-    found: list[tuple[float, Element]] = []
-    for e in obs.elements:
-        if e.selector == field.selector or not (e.hit and e.stable) or _leads_out(e, scope):
-            continue
-        words = e.name or e.text
-        if e.role != "button" or not (COMPLETING.search(words) or e.input_type == "submit"):
-            continue
-        b = e.box
-        same_row = b.y < f.y + f.height and b.y + b.height > f.y
-        if same_row and 0 <= b.x - (f.x + f.width) <= NEAR_RIGHT_PX:
-            found.append((b.x - (f.x + f.width), e))
-        elif 0 <= b.y - (f.y + f.height) <= NEAR_BELOW_PX and b.x < f.x + f.width:
-            found.append((NEAR_RIGHT_PX + b.y - (f.y + f.height), e))
-    return [e for _, e in sorted(found, key=lambda pair: pair[0])]
-
-
-def _holds(element: Element | None, text: str) -> bool:
-    """Does the field already hold this text (its value as the element scan read it:
-    whitespace collapsed, the first 120 characters)? Typing it again would repeat it."""
-    if element is None:
-        return False
-    wanted = " ".join(text.split()).lower()
-    return bool(wanted) and wanted in element.text.lower()
-
-
-def _leads_out(element: Element, scope: Scope) -> bool:
-    """A link to a page out of the scope (an empty href: not a link, or not known)."""
-    href = element.href
-    if not href or _scheme(href) == "javascript":  # runs on this page
-        return False
-    return not scope.contains(href)  # mailto:, tel: and other schemes lead out too
-
-
-def _blocked(element: Element, scope: Scope) -> bool:
-    """A link the URL guard would block (checked without DNS), or one whose href does not parse
-    (a page can write `http://[::1` or a port out of range; the browser keeps it as written)."""
-    scheme = _scheme(element.href)
-    if scheme is None:
-        return True
-    if scope.blocked is None or scheme not in ("http", "https"):
-        return False
-    return scope.blocked(element.href) is not None
-
-
-def _scheme(href: str) -> str | None:
-    """The href's scheme, lower-cased; None when the href does not parse."""
-    try:
-        return split_url(href)[0]
-    except BadUrl:
-        return None
 
 
 def _state_key(obs: Observation) -> str:

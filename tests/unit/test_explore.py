@@ -4,7 +4,7 @@ import pytest
 
 from datagen.config import ExplorePolicyConfig
 from datagen.policy import Policy, make_policy
-from datagen.policy.explore import COMPLETING
+from datagen.policy.targets import COMPLETING
 from datagen.records import (
     Click,
     Decision,

@@ -1,0 +1,174 @@
+"""What replay verification costs: its share of session time, replays per verified episode, and
+the whole pipeline's CPU per recorded step ÷ a bare Playwright loop's, all measured in one run.
+Method and results: docs/benchmarks.md, "Verification".
+
+- `demo`: `pipelines/demo.yaml` as shipped (verification on), the same with `annotation.verify:
+  null`, and bench/browser_loop.py's bare loop on the verified run's own episodes (each start
+  URL, as many steps). CPU: every process of the run (workers, browsers, driver, scheduler)
+  from browsers up to exit, ÷ the steps the run recorded (replays record none: their CPU is
+  spread over the recorded steps, amortised).
+- `list`: the bundled todo app only (a list app: explore takes 10+ steps there), its tasks
+  repeated, explore with `max_steps` 16: verification's share of session time where episodes
+  are long.
+
+    python bench/verify.py --part demo --rounds 1
+    python bench/verify.py --part list --repeats 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make `bench` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import yaml
+
+from bench.e2e import bare_rounds
+from bench.harness import (
+    DEMO,
+    Conditions,
+    Run,
+    conditions_line,
+    parser,
+    run_datagen,
+    table,
+    write_json,
+    write_pipeline,
+)
+
+Row = dict[str, Any]
+EPISODE_COLUMNS = ["duration_s", "verify_ms", "verify_replays", "verification", "n_steps"]
+
+
+def verification_figures(episodes: list[Row]) -> Row:
+    """From episode rows: verification's share of session time (Σ verify ÷ Σ (episode +
+    verify)), replays per verified episode, and episodes by verification status."""
+    verify_s = sum((e["verify_ms"] or 0.0) for e in episodes) / 1000
+    session_s = sum(e["duration_s"] for e in episodes) + verify_s
+    verified = [e for e in episodes if e["verify_replays"]]
+    replays = sum(e["verify_replays"] for e in verified)
+    return {
+        "session_s": round(session_s, 2),
+        "verify_s": round(verify_s, 2),
+        "share": round(verify_s / session_s, 4) if session_s else 0.0,
+        "verified": len(verified),
+        "replays": replays,
+        "replays_per_verified": round(replays / len(verified), 2) if verified else 0.0,
+        "status": dict(Counter(e["verification"] or "null" for e in episodes)),
+        "episodes": len(episodes),
+        "mean_steps": round(sum(e["n_steps"] for e in episodes) / max(len(episodes), 1), 1),
+    }
+
+
+def cpu_ms_per_step(run: Run) -> float:
+    """Every process's CPU over the shard phase ÷ the steps the run recorded."""
+    return 1000 * sum(run.cpu.values()) / max(run.steps, 1)
+
+
+def demo_spec(verify: bool) -> Row:
+    spec: Row = yaml.safe_load(DEMO.read_text())
+    spec["cluster"]["dashboard"] = "127.0.0.1:0"  # a free port: 8787 may be taken
+    if not verify:
+        spec["annotation"]["verify"] = None
+    return spec
+
+
+def part_demo(a: argparse.Namespace) -> Row:
+    """The demo with verification, without it, and the bare loop on its episodes."""
+    sessions = demo_spec(True)["cluster"]
+    sessions = sessions["workers"] * sessions["sessions_per_worker"]
+    cond, rounds = Conditions(), []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(a.rounds):
+            runs: dict[str, Run] = {}
+            for name, verify in (("verified", True), ("unverified", False)):
+                pipeline = write_pipeline(Path(tmp), f"{name}-{i}", demo_spec(verify))
+                runs[name] = run_datagen(pipeline, Path(tmp) / f"{name}-{i}")
+            out = Path(tmp) / f"verified-{i}"
+            shape = [
+                (e["start_url"], e["n_steps"])
+                for e in table(out, "episodes", ["start_url", "n_steps"])
+            ]
+            bare = asyncio.run(bare_rounds(sessions, i, (1, 1), shape))["matched"][0]
+            figures = verification_figures(table(out, "episodes", EPISODE_COLUMNS))
+            rounds.append(
+                {
+                    "verification": figures,
+                    "cpu_ms_per_step": {
+                        "verified": round(cpu_ms_per_step(runs["verified"]), 1),
+                        "unverified": round(cpu_ms_per_step(runs["unverified"]), 1),
+                        "bare": round(bare.cpu_ms_per_step, 1),
+                    },
+                    "steps": {k: r.steps for k, r in runs.items()} | {"bare": bare.steps},
+                }
+            )
+    conditions = cond.end()
+    result: Row = {"rounds": rounds, "conditions": conditions}
+    for i, r in enumerate(rounds):
+        cpu, v = r["cpu_ms_per_step"], r["verification"]
+        print(f"demo round {i}: steps {r['steps']}")
+        print(
+            f"  CPU ms per recorded step: verified {cpu['verified']}, unverified "
+            f"{cpu['unverified']}, bare {cpu['bare']}; ratio verified ÷ bare "
+            f"{cpu['verified'] / cpu['bare']:.2f}, unverified ÷ bare "
+            f"{cpu['unverified'] / cpu['bare']:.2f}"
+        )
+        print(
+            f"  verification: {v['share']:.1%} of session time ({v['verify_s']} of "
+            f"{v['session_s']} s), {v['replays']} replays for {v['verified']} verified "
+            f"episodes ({v['replays_per_verified']} each); statuses {v['status']}"
+        )
+    print(f"  {conditions_line(conditions)}")
+    return result
+
+
+def part_list(a: argparse.Namespace) -> Row:
+    """The todo app's tasks, explored 16 steps deep: verification's share on long episodes."""
+    spec = demo_spec(True)
+    todo = Path(__file__).resolve().parents[1] / "datagen" / "sites" / "todo" / "tasks.jsonl"
+    spec["sources"] = [{"type": "jsonl", "path": str(todo)}]
+    spec["run"] |= {"max_steps": 16, "repeats": a.repeats}
+    cond = Conditions()
+    with tempfile.TemporaryDirectory() as tmp:
+        run = run_datagen(write_pipeline(Path(tmp), "list", spec), Path(tmp) / "out")
+        figures = verification_figures(table(Path(tmp) / "out", "episodes", EPISODE_COLUMNS))
+    conditions = cond.end()
+    result: Row = {"verification": figures, "steps": run.steps, "conditions": conditions}
+    v = figures
+    print(
+        f"list (todo app, explore, max_steps 16, {a.repeats} repeats): {v['episodes']} "
+        f"episodes of {v['mean_steps']} steps on average"
+    )
+    print(
+        f"  verification: {v['share']:.1%} of session time ({v['verify_s']} of {v['session_s']} "
+        f"s), {v['replays']} replays for {v['verified']} verified episodes "
+        f"({v['replays_per_verified']} each); statuses {v['status']}"
+    )
+    print(f"  {conditions_line(conditions)}")
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = parser(__doc__)
+    p.add_argument("--part", choices=("demo", "list", "all"), default="all")
+    p.add_argument("--rounds", type=int, default=1, help="demo: rounds of the three runs")
+    p.add_argument("--repeats", type=int, default=4, help="list: each todo task's repeats")
+    a = p.parse_args(argv)
+    report: Row = {}
+    if a.part in ("demo", "all"):
+        report["demo"] = part_demo(a)
+    if a.part in ("list", "all"):
+        report["list"] = part_list(a)
+    write_json(a.json, report)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

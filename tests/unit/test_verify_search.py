@@ -1,0 +1,88 @@
+"""Replay verification's search, on step sets whose replays a rule decides (the replays
+themselves run on real Chromium in tests/integration/test_verify*.py): what it keeps, what
+it proves, what it leaves undecided, and how many replays that takes."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+from datagen.config import VerifyConfig
+from datagen.pipeline.replay import Replayer, Screens
+from datagen.pipeline.verify import Verdict, _flag, _search
+
+
+class Rule:
+    """A stand-in for the Replayer's bookkeeping: `passes` asks `solves` instead of a browser,
+    and keeps what Replayer keeps (seen, passed, replays)."""
+
+    def __init__(self, solves: Callable[[set[int]], bool]) -> None:
+        self.solves = solves
+        self.replays, self.longest = 0, 0.0
+        self.seen: dict[tuple[int, ...], bool] = {}
+        self.passed: list[tuple[int, ...]] = []
+        self.screens: dict[tuple[int, ...], Screens] = {}
+        self.divergences: list[str] = []
+        self.asked: list[tuple[int, ...]] = []
+
+    async def passes(self, steps: Sequence[int]) -> bool:
+        key = tuple(sorted(steps))
+        if key not in self.seen:
+            self.replays += 1
+            self.asked.append(key)
+            self.seen[key] = self.solves(set(key))
+            if self.seen[key]:
+                self.passed.append(key)
+        return self.seen[key]
+
+
+def search(solves: Callable[[set[int]], bool], n: int, budget: int = 12) -> tuple[Verdict, Rule]:
+    rule = Rule(solves)
+    result = Verdict()
+    config = VerifyConfig(max_replays=budget)
+    replayer = cast(Replayer, rule)
+    asyncio.run(_search(replayer, list(range(n)), config, result, 1e9, time.perf_counter()))
+    return result, rule
+
+
+def flags(result: Verdict, n: int) -> list[Any]:
+    status = "minimal" if result.status == "full" else result.status
+    return [_flag(status, result, i, False) for i in range(n)]
+
+
+def test_the_last_step_alone_is_one_replay() -> None:
+    result, rule = search(lambda s: 9 in s, 10)
+    assert (result.status, result.kept, rule.replays) == ("full", {9}, 1)
+    assert flags(result, 10) == [False] * 9 + [True]
+
+
+def test_the_last_steps_are_found_by_doubling_before_the_whole_episode() -> None:
+    result, rule = search(lambda s: {7, 9} <= s, 12)
+    assert result.status == "full" and result.kept == {7, 9}
+    assert result.proven == {7, 9}
+    assert (11,) in rule.asked and tuple(range(12)) not in rule.asked  # never all 12
+    assert rule.replays < 12  # inside the default max_replays (ddmin over all 12 needed 14)
+
+
+def test_an_early_step_is_found_with_the_whole_episode() -> None:
+    result, _rule = search(lambda s: {0, 11} <= s, 12)
+    assert result.status == "full" and result.kept == {0, 11} == result.proven
+    assert flags(result, 12) == [True] + [False] * 10 + [True]
+
+
+def test_a_search_cut_short_decides_only_what_it_replayed() -> None:
+    # all 4 pass on the third replay (1, 2, then 4 steps): the budget ends there
+    result, _rule = search(lambda s: {1, 3} <= s, 4, budget=3)
+    assert result.status == "reduced" and result.kept == {0, 1, 2, 3}
+    assert result.proven == set()
+    assert flags(result, 4) == [None] * 4
+    assert "max_replays" in (result.note or "")
+
+
+def test_nothing_reproduces_nothing_is_kept() -> None:
+    result, rule = search(lambda s: False, 5)
+    assert result.status == "not_reproduced" and result.kept == set()
+    assert flags(result, 5) == [None] * 5
+    assert rule.asked[-1] == tuple(range(5))  # the whole episode was the last word
