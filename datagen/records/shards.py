@@ -65,8 +65,8 @@ class ShardResult(Frozen):
 
     @model_serializer(mode="wrap")
     def _omit_unverified(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Left out while zero: a marker of a shard that verified nothing reads and writes back
-        # byte for byte as earlier versions wrote it.
+        # Left out while zero: a marker of a shard that verified (or synthesised) nothing reads
+        # and writes back byte for byte as earlier versions wrote it.
         data: dict[str, Any] = handler(self)
         for key in (
             "session_s",
@@ -75,6 +75,8 @@ class ShardResult(Frozen):
             "replay_network",
             "replay_refused",
             "verified",
+            "synth_s",
+            "tasks_synthesised",
         ):
             if not data.get(key):
                 data.pop(key, None)
