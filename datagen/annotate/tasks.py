@@ -9,7 +9,10 @@ between the start state and the state after the demonstration's first k steps: t
 query), an element that appeared or disappeared (role, name), a control's state (checked) or
 shown value (a drop-down's option), text that became visible. What differs between two
 observations of the start state moves by itself (a clock, a counter, a random token): it is
-never used, nor anything that looks like it once its digits are masked.
+never used, nor anything that looks like it once its digits are masked. Nor is a change in
+digits alone ("Visitors 100" ─► "Visitors 198", "Cart (2)" ─► "Cart (3)"): a line or a name
+that was there before, its digits aside, is no effect (a counter that ticks between two
+observations too slowly to be caught would otherwise become a task).
 """
 
 from __future__ import annotations
@@ -99,13 +102,18 @@ def _element(kind: str, e: ElementState, **check: str | None) -> Effect:
     return Effect(kind, key, SuccessCheck(element=spec), e.name, e.role)
 
 
+def _masked_names(state: PageState) -> set[tuple[str, str]]:
+    return {(e.role, mask(e.name)) for e in state.elements}
+
+
 def _element_effects(start: PageState, after: PageState) -> list[Effect]:
     before, now = _unique(start), _unique(after)
     found: list[Effect] = []
+    was_there, still_there = _masked_names(start), _masked_names(after)
     for key, e in now.items():
         was = before.get(key)
         if was is None:
-            if not any((x.role, x.name) == key for x in start.elements):
+            if (e.role, mask(e.name)) not in was_there:  # new, not a renumbered one
                 found.append(_element("appeared", e))
         elif e.checked is not None and was.checked is not None and e.checked != was.checked:
             found.append(_element("state", e, state="checked" if e.checked else "unchecked"))
@@ -113,7 +121,7 @@ def _element_effects(start: PageState, after: PageState) -> list[Effect]:
             found.append(_element("value", e, value=e.text))
     names = {(x.role, x.name) for x in after.elements}
     for key, e in before.items():
-        if key not in names:
+        if key not in names and (e.role, mask(e.name)) not in still_there:
             found.append(_element("disappeared", e, state="absent"))
     return found
 
@@ -128,8 +136,11 @@ def effects(start: PageState, again: PageState, after: PageState) -> list[Effect
     if part is not None:
         found.append(Effect("url", f"url:{part}", SuccessCheck(url_contains=part), part))
     shown = lines(start.text) | lines(again.text)
+    renumbered = {mask(line) for line in shown}  # a line there before but for its digits
     names = {e.name for e in after.elements}
     for line in sorted(lines(after.text) - shown):
+        if mask(line) in renumbered:
+            continue
         if TEXT_LEN[0] <= len(line) <= TEXT_LEN[1] and line not in names:
             found.append(Effect("text", f"text:{line}", SuccessCheck(text_present=line), line))
     kept = [

@@ -8,6 +8,7 @@ Replayer.passes(steps) ─► a fresh context whose only way out is a SealedProx
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import Counter
@@ -33,7 +34,6 @@ from datagen.records import (
     ImageData,
     Observation,
     PageState,
-    SuccessCheck,
     TaskSpec,
 )
 
@@ -50,8 +50,8 @@ class Screens:
     final: tuple[ImageData, str] | None = None
     # observed: the page's state before each step, then after the last (task synthesis)
     states: list[PageState] = field(default_factory=list)
-    # with probes: each probe's live result before each step, then after the last
-    probed: list[list[bool]] = field(default_factory=list)
+    # with a gap: the start state once more, that many seconds later (what moves by itself)
+    again: PageState | None = None
     acted: dict[int, Action] = field(default_factory=dict)  # by step: the action as done here
 
 
@@ -81,6 +81,7 @@ class Replayer:
         self.screens: dict[tuple[int, ...], Screens] = {}  # of passing replays observed
         self.watch: StragglerWatch | None = None
         self.states = False  # the replay in progress records its states (`replay`)
+        self.gap = 0.0  # and the start state a second time, this many seconds later
 
     async def passes(self, steps: Sequence[int]) -> bool:
         """Does the check pass after replaying `steps` (step indices, in order)? A replay of
@@ -104,12 +105,13 @@ class Replayer:
         steps: tuple[int, ...],
         observe: bool = False,
         judge: bool = True,
-        probes: Sequence[SuccessCheck] = (),
         states: bool = False,
+        gap: float = 0.0,
     ) -> Screens | None:
-        """Replay `steps`; the path (its screens and states when `observe`, the `probes`
-        checks' live results at each point, its states alone when `states`) if it stayed the episode's trajectory and the
-        check passed (not asked unless `judge`), else None."""
+        """Replay `steps`; the path (its screens and states when `observe`, its states alone
+        when `states`, the start state again `gap` seconds after the first when `gap`) if it
+        stayed the episode's trajectory and the check passed (not asked unless `judge`), else
+        None."""
         ctx = self.ctx
         router = ReplayRouter(self.recording, self.live)
         seal = SealedProxy(self.live, ctx.host.guard)
@@ -125,8 +127,8 @@ class Replayer:
                 # the consent dialog answered as the episode had it answered: a banner left
                 # up covers the page's foot, and clicks there would land on it
                 await answer_consent(session, ctx.config.browser.consent)
-                self.states = states
-                return await self._run(session, steps, router, observe, judge, probes)
+                self.states, self.gap = states, gap
+                return await self._run(session, steps, router, observe, judge)
         except (*BROWSER_FAILURES, TimeoutError) as exc:
             if not ctx.host.connected:
                 raise BrowserDied(f"browser closed while replaying task {self.task.id}") from None
@@ -148,9 +150,8 @@ class Replayer:
         router: ReplayRouter,
         observe: bool,
         judge: bool,
-        probes: Sequence[SuccessCheck],
     ) -> Screens | None:
-        path = await self._steps(session, steps, router, observe, probes)
+        path = await self._steps(session, steps, router, observe)
         if path is None:
             return None
         await session.settle()
@@ -161,7 +162,6 @@ class Replayer:
             path.states.append(await _state(session, obs))
         elif self.states:
             path.states.append(await session.state())
-        await self._probe(session, path, probes)
         if await self._failed(session, "after the last step"):
             return None
         if not judge:
@@ -175,17 +175,12 @@ class Replayer:
             return None
         return None if self._diverged(router) else path
 
-    async def _probe(self, session: Session, path: Screens, probes: Sequence[SuccessCheck]) -> None:
-        if probes:
-            path.probed.append([await run_check(session, p, self.task.id) is True for p in probes])
-
     async def _steps(
         self,
         session: Session,
         steps: tuple[int, ...],
         router: ReplayRouter,
         observe: bool,
-        probes: Sequence[SuccessCheck] = (),
     ) -> Screens | None:
         path = Screens()
         for index in steps:
@@ -195,11 +190,13 @@ class Replayer:
             if await self._failed(session, f"before step {index}"):
                 return None
             action = self.actions[index]
-            await self._probe(session, path, probes)
             if observe:
                 await self._observe(session, index, path, action)
             elif self.states:  # what checks read, without a screenshot (task synthesis)
                 path.states.append(await session.state())
+                if self.gap and len(path.states) == 1:
+                    await asyncio.sleep(self.gap)
+                    path.again = await session.state()
             if isinstance(action, Click) and index in self.hits:
                 elements, _, _ = await session.elements()
                 scale = session.config.device_scale_factor

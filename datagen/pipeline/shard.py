@@ -11,13 +11,14 @@ flight there (`ShardContext.pool`); a shard run on its own gets a pool of its ow
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections import Counter
 from typing import Any
 
 from datagen.browser.failures import BrowserDied
 from datagen.observe.summary import counted
-from datagen.pipeline.context import ShardContext
+from datagen.pipeline.context import ShardContext, SynthMemo
 from datagen.pipeline.episode import relabel, run_episode
 from datagen.pipeline.hosts import HostTurn, LocalHosts
 from datagen.pipeline.pool import EpisodePool
@@ -41,6 +42,8 @@ async def run_shard(shard: int, tasks: list[TaskSpec], ctx: ShardContext) -> Sha
 
     if ctx.hosts is None:  # a shard run alone: its own book of the run's host rules
         ctx.hosts = LocalHosts(ctx.config.run.hosts)
+    # synthesis's memory is the shard's own (a rerun of the shard proves its tasks again)
+    ctx = dataclasses.replace(ctx, synth=SynthMemo())
 
     async def one(task: TaskSpec, repeat: int, index: int) -> EpisodeOutcome:
         # The host's session first, then the worker's slot: a slot never idles waiting for a

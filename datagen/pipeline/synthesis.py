@@ -1,22 +1,25 @@
 """Task synthesis: a verified episode's effects, as tasks proven by sealed replays (issue 43).
 
-    verify.py (a minimal episode: its needed steps, its Replayer, the recording still there)
-      ─► one replay of the needed steps, its states scanned (what checks read: URL, body text,
-         elements; unless verify's observed path has them)
+    verify.py (a minimal episode: its needed steps, its Replayer, the recording still there,
+      the observed path: the states before each needed step and after the last)
       ─► effects between the start state and the state after each of the first k steps
-         (annotate/tasks.py) ─► candidates, each a check
-      ─► one more replay, every candidate's check asked live before the first step and after
-         each ─► kept: false at the start (live, and on both start states), true after its
-         demonstration on both replays (the first's state scanned live, decided by the same
-         pure rule), nothing in it that moved between the two start states
+         (annotate/tasks.py) ─► candidates, each a check; those another episode of the shard
+         from the same start proved already are left out (no replay when none is left)
+      ─► one more replay, its states scanned at each point; the first of the shard for its
+         start observes the start twice, GAP_S apart ─► kept: false on every start state
+         (both replays', the later one), true after its demonstration on both replays, and
+         nothing in it that moved between the observations of the start or between the two
+         replays' states after the same steps
       ─► TaskRow per candidate (kept, or the proof step that dropped it) on EpisodeOutcome.tasks
     shard.py, once the shard's episodes ended: specific() ─► false on the final state of every
       other episode from the same start that did not act on the demonstration's last element
 
-Replays are on fresh contexts answered from the episode's own recording (replay.py), so the
-site is never touched again. A task's demonstration is its first k needed steps, as the
-replay did them (a click where its element is on the replay's page): what a `scripted` run
-of the exported task replays.
+A check is decided on a scanned state by the same pure rule live and offline
+(records/state.py), so one scan per point decides every candidate. Replays are on fresh
+contexts answered from the episode's own recording (replay.py), so the site is never touched
+again. A task's demonstration is its first k needed steps, as the replay did them (a click
+where its element is on the replay's page): what a `scripted` run of the exported task
+replays.
 """
 
 from __future__ import annotations
@@ -27,10 +30,16 @@ from dataclasses import dataclass
 
 from datagen.annotate.tasks import Act, Effect, effects, instruction, mask, volatile
 from datagen.config import TasksConfig
+from datagen.pipeline.context import SynthMemo
 from datagen.pipeline.replay import Replayer, Screens
 from datagen.pipeline.rows import EpisodeOutcome, digest
 from datagen.records import Action, Click, Key, PageState, TaskRow, TaskSpec, TypeText, action_repr
 from datagen.url import strip_credentials
+
+# Between two observations of a start page: a clock or a counter that ticks each second or
+# faster shows in it (two replays' start states come at the same moment after the load, and
+# a counter that counts from the load reads the same in both). Paid once per start and shard.
+GAP_S = 1.5
 
 
 @dataclass
@@ -53,28 +62,44 @@ async def synthesise(
     """Candidates from the needed `steps` of a minimal episode, proven (module docstring),
     onto `out.tasks`; the time it took on `out.synth_ms`."""
     began = time.perf_counter()
+    memo: SynthMemo = replayer.ctx.synth
+    start_url = strip_credentials(task.start_url)
+    # effects this episode is proving: the shard's other episodes from the start leave them
+    proven = memo.proven.setdefault(start_url, set())
+    claimed: set[str] = set()
+    kept: set[str] = set()
     try:
-        if path is None or len(path.states) != len(steps) + 1:
+        if path is None or len(path.states) != len(steps) + 1:  # verify did not observe it
             path = await replayer.replay(steps, judge=False, states=True)
             replayer.replays += 1
         if path is None or len(path.states) != len(steps) + 1:
             return
-        found = _candidates(path.states, config)
+        found = _candidates(path.states, config, proven)
         if not found:
             return
-        probes = [c.effect.check for c in found]
-        again = await replayer.replay(steps, judge=False, probes=probes, states=True)
+        claimed = {c.effect.key for c in found}
+        proven |= claimed
+        gap = 0.0 if start_url in memo.moved else GAP_S
+        again = await replayer.replay(steps, judge=False, states=True, gap=gap)
         replayer.replays += 1
-        _prove(found, path, again)
-        out.tasks += _rows(out, task, replayer, found, steps, (path, again), config)
+        if again is not None and again.again is not None:
+            memo.moved[start_url] = volatile(again.states[0], again.again)
+        starts = _prove(found, path, again, memo.moved.get(start_url, set()))
+        rows = _rows(out, task, replayer, found, steps, path, config, starts)
+        kept = {r.effect for r in rows if r.kept}
+        out.tasks += rows
     finally:
+        # what this episode claimed and did not prove, another episode may (the shard's
+        # episodes synthesise at once: a claim, not a proof, keeps two from one effect)
+        proven -= claimed - kept
         out.synth_ms += (time.perf_counter() - began) * 1000
 
 
-def _candidates(states: list[PageState], config: TasksConfig) -> list[Candidate]:
-    """Each effect once, at the fewest steps that made it, of the configured kinds."""
+def _candidates(states: list[PageState], config: TasksConfig, proven: set[str]) -> list[Candidate]:
+    """Each effect once, at the fewest steps that made it, of the configured kinds, but those
+    in `proven`."""
     found: list[Candidate] = []
-    seen: set[str] = set()
+    seen = set(proven)
     for k in range(1, len(states)):
         for effect in effects(states[0], states[0], states[k]):
             if effect.kind in config.kinds and effect.key not in seen:
@@ -83,22 +108,30 @@ def _candidates(states: list[PageState], config: TasksConfig) -> list[Candidate]
     return found[: 4 * config.per_episode]  # the most telling (tasks.KINDS order per k)
 
 
-def _prove(found: list[Candidate], first: Screens, again: Screens | None) -> None:
+def _prove(found: list[Candidate], first: Screens, again: Screens | None, moved: set[str]) -> int:
     """Mark each candidate with the first proof step it fails (None: proven). `first`: the
-    replay its effects were read from (its states scanned live); `again`: a second replay,
-    every candidate's check asked live at each point."""
-    start = first.states[0]
-    second = again.states[0] if again is not None and again.states else start
-    moved = volatile(start, second)
-    for i, c in enumerate(found):
+    replay its effects were read from; `again`: a second replay, its states scanned at each
+    point; `moved`: what moved on the start page between two observations a gap apart.
+    Returns how many observations of the start state the kept ones are false on."""
+    starts = [first.states[0]]
+    if again is not None:
+        starts += [s for s in (again.states[:1] + [again.again]) if s is not None]
+        for mine, theirs in zip(first.states, again.states, strict=False):
+            moved = moved | volatile(mine, theirs)  # not the same after the same steps
+    for c in found:
         if mask(c.effect.subject) in moved:
             c.dropped = "volatile"
-        elif c.effect.check.holds_on(second) is not False or (again and again.probed[0][i]):
+        elif any(c.effect.check.holds_on(s) is not False for s in starts):
             c.dropped = "holds_at_start"
         elif c.effect.check.holds_on(first.states[c.k]) is not True:
             c.dropped = "not_after_demo"
-        elif again is None or len(again.probed) <= c.k or not again.probed[c.k][i]:
+        elif (
+            again is None
+            or len(again.states) <= c.k
+            or c.effect.check.holds_on(again.states[c.k]) is not True
+        ):
             c.dropped = "not_again"
+    return len(starts)
 
 
 def _acts(replayer: Replayer, steps: tuple[int, ...]) -> list[Act]:
@@ -124,11 +157,12 @@ def _rows(
     replayer: Replayer,
     found: list[Candidate],
     steps: tuple[int, ...],
-    proofs: tuple[Screens, Screens | None],
+    first: Screens,
     config: TasksConfig,
+    starts: int,
 ) -> list[TaskRow]:
     start_url = strip_credentials(task.start_url)
-    done = proofs[0].acted
+    done = first.acted
     rows, kept = [], 0
     for c in found:
         demo = steps[: c.k]
@@ -155,7 +189,7 @@ def _rows(
                 kept=c.dropped is None,
                 dropped_at=c.dropped,
                 proof_replays=2 if c.dropped is None else 0,
-                false_on_start=3 if c.dropped is None else 0,
+                false_on_start=starts if c.dropped is None else 0,
             )
         )
     return rows
