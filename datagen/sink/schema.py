@@ -108,6 +108,17 @@ def json_schemas() -> dict[str, dict[str, Any]]:
     return {name: model.model_json_schema(mode="serialization") for name, model in TABLES.items()}
 
 
+def stale_json_schemas(folder: Path = SCHEMA_DIR) -> list[str]:
+    """The tables whose `schemas/<table>.schema.json` is missing or not what `json_schemas`
+    gives (`datagen schemas --check`)."""
+    stale = []
+    for name, schema in json_schemas().items():
+        path = folder / f"{name}.schema.json"
+        if not path.is_file() or json.loads(path.read_text()) != schema:
+            stale.append(name)
+    return stale
+
+
 def write_json_schemas(folder: Path = SCHEMA_DIR) -> list[Path]:
     """Regenerate `schemas/<table>.schema.json` (run `datagen schemas` after changing records)."""
     folder.mkdir(parents=True, exist_ok=True)
