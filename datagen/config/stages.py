@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from datagen.config.base import NEUTRAL, Section
 from datagen.config.policy import RoleConfig
@@ -149,6 +149,17 @@ class AnnotationConfig(Section):
         description="after each episode, ask the model which instruction the trajectory carried "
         "out (hindsight relabeling), with any policy",
     )
+
+    @model_validator(mode="after")
+    def _tasks_need_verify(self) -> AnnotationConfig:
+        # synthesis reads the needed steps verification proves and replays on its recording
+        if self.tasks is not None and self.verify is None:
+            raise ValueError(
+                "annotation.tasks needs annotation.verify (task synthesis proves its tasks by "
+                "replaying the steps verification found needed); fix: remove `verify: null` "
+                "from annotation (or set annotation.verify: {}), or set annotation.tasks: null"
+            )
+        return self
 
 
 class ValidationConfig(Section):

@@ -103,6 +103,7 @@ async def run_shard(shard: int, tasks: list[TaskSpec], ctx: ShardContext) -> Sha
         **verification_figures(tables["episodes"]),
         synth_s=round(sum(o.synth_ms for o in outcomes) / 1000, 3),
         tasks_synthesised=sum(1 for t in tables["tasks"] if t.kept),
+        tasks_dropped=dict(Counter(t.dropped_at for t in tables["tasks"] if t.dropped_at)),
     )
     await asyncio.to_thread(write_shard, ctx.storage, shard, tables, result)
     return result

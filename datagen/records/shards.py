@@ -62,6 +62,11 @@ class ShardResult(Frozen):
         description="of session_s, task synthesis's (annotation.tasks): its replays' time",
     )
     tasks_synthesised: int = Field(0, description="synthesised tasks its proof kept")
+    tasks_dropped: dict[str, int] = Field(
+        default_factory=dict,
+        description="synthesised tasks its proof dropped, by the step that dropped them "
+        "(TaskRow.dropped_at)",
+    )
 
     @model_serializer(mode="wrap")
     def _omit_unverified(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -77,6 +82,7 @@ class ShardResult(Frozen):
             "verified",
             "synth_s",
             "tasks_synthesised",
+            "tasks_dropped",
         ):
             if not data.get(key):
                 data.pop(key, None)

@@ -3,8 +3,13 @@ for what moves by itself (annotate/tasks.py, pipeline/synthesis.py)."""
 
 from __future__ import annotations
 
+import pytest
+from pydantic import ValidationError
+
 from datagen.annotate.tasks import effects
 from datagen.config import TasksConfig
+from datagen.config.stages import AnnotationConfig
+from datagen.observe.summary import synthesis_line
 from datagen.pipeline.replay import Screens
 from datagen.pipeline.synthesis import Candidate, _candidates, _prove
 from datagen.records import ElementState, PageState
@@ -54,3 +59,16 @@ def test_an_effect_proven_by_another_episode_is_not_a_candidate_again() -> None:
     lost = Candidate(1, effects(start, start, after)[0])
     _prove([lost], Screens(states=[start, after]), None, set())
     assert lost.dropped == "not_again"  # one replay is no proof
+
+
+def test_tasks_need_verification_a_clear_error() -> None:
+    with pytest.raises(ValidationError, match=r"annotation.tasks needs annotation.verify.*fix:"):
+        AnnotationConfig.model_validate({"verify": None, "tasks": {}})
+    assert AnnotationConfig.model_validate({"tasks": {}}).tasks is not None
+
+
+def test_the_summary_line_counts_kept_and_dropped_by_proof_step() -> None:
+    assert synthesis_line(100.0, 0.0, 0, {}) == ""
+    line = synthesis_line(200.0, 12.0, 5, {"holds_at_start": 2, "volatile": 3})
+    assert line.startswith("task synthesis: 10 tasks synthesised, 5 kept, dropped by proof ")
+    assert "volatile 3, holds_at_start 2" in line and "6.0% of session time" in line
