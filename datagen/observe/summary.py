@@ -262,9 +262,7 @@ def summed(counts: Iterable[Mapping[str, int]]) -> dict[str, int]:
     return dict(total)
 
 
-def synthesis_line(
-    session_s: float, synth_s: float, kept: int, dropped: Mapping[str, int]
-) -> str:
+def synthesis_line(session_s: float, synth_s: float, kept: int, dropped: Mapping[str, int]) -> str:
     """Task synthesis (annotation.tasks): the tasks synthesised, those its proof kept, those
     it dropped by proof step, and its time beside the browser sessions'; "" when none."""
     made = kept + sum(dropped.values())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -65,6 +66,7 @@ class SynthMemo:
 
     proven: dict[str, set[str]] = field(default_factory=dict)
     moved: dict[str, set[str]] = field(default_factory=dict)
+    gauged: dict[str, asyncio.Event] = field(default_factory=dict)  # moved is known (set)
 
 
 @dataclass

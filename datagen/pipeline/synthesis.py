@@ -24,6 +24,7 @@ replays.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from dataclasses import dataclass
@@ -71,7 +72,6 @@ async def synthesise(
     try:
         if path is None or len(path.states) != len(steps) + 1:  # verify did not observe it
             path = await replayer.replay(steps, judge=False, states=True)
-            replayer.replays += 1
         if path is None or len(path.states) != len(steps) + 1:
             return
         found = _candidates(path.states, config, proven)
@@ -79,11 +79,7 @@ async def synthesise(
             return
         claimed = {c.effect.key for c in found}
         proven |= claimed
-        gap = 0.0 if start_url in memo.moved else GAP_S
-        again = await replayer.replay(steps, judge=False, states=True, gap=gap)
-        replayer.replays += 1
-        if again is not None and again.again is not None:
-            memo.moved[start_url] = volatile(again.states[0], again.again)
+        again = await _replay_again(replayer, steps, memo, start_url)
         starts = _prove(found, path, again, memo.moved.get(start_url, set()))
         rows = _rows(out, task, replayer, found, steps, path, config, starts)
         kept = {r.effect for r in rows if r.kept}
@@ -93,6 +89,27 @@ async def synthesise(
         # episodes synthesise at once: a claim, not a proof, keeps two from one effect)
         proven -= claimed - kept
         out.synth_ms += (time.perf_counter() - began) * 1000
+
+
+async def _replay_again(
+    replayer: Replayer, steps: tuple[int, ...], memo: SynthMemo, start_url: str
+) -> Screens | None:
+    """The proof's second replay, its states scanned. The shard's first for `start_url`
+    observes the start twice, GAP_S apart, into `memo.moved`; the others (the shard's
+    episodes synthesise at once) wait for that instead of waiting GAP_S each."""
+    gauged = memo.gauged.get(start_url)
+    if gauged is not None:
+        again = await replayer.replay(steps, judge=False, states=True)
+        await gauged.wait()
+        return again
+    memo.gauged[start_url] = done = asyncio.Event()
+    try:
+        again = await replayer.replay(steps, judge=False, states=True, gap=GAP_S)
+        if again is not None and again.again is not None:
+            memo.moved[start_url] = volatile(again.states[0], again.again)
+        return again
+    finally:
+        done.set()  # a failed replay leaves no observation: what moved is then unknown
 
 
 def _candidates(states: list[PageState], config: TasksConfig, proven: set[str]) -> list[Candidate]:
@@ -115,7 +132,7 @@ def _prove(found: list[Candidate], first: Screens, again: Screens | None, moved:
     Returns how many observations of the start state the kept ones are false on."""
     starts = [first.states[0]]
     if again is not None:
-        starts += [s for s in (again.states[:1] + [again.again]) if s is not None]
+        starts += [s for s in [*again.states[:1], again.again] if s is not None]
         for mine, theirs in zip(first.states, again.states, strict=False):
             moved = moved | volatile(mine, theirs)  # not the same after the same steps
     for c in found:

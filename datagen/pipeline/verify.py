@@ -164,7 +164,10 @@ async def _verify(out: EpisodeOutcome, task: TaskSpec, ctx: ShardContext) -> Non
             tasks = ctx.config.annotation.tasks
             if tasks is not None and result.status == "minimal" and result.kept:
                 steps = tuple(sorted(result.kept))
-                await synthesise(out, task, replayer, result.path, steps, tasks)
+                # every step needed: the path is the search's own replay of them when it was
+                # observed as it went (no replay of synthesis's own)
+                path = result.path or replayer.screens.get(steps)
+                await synthesise(out, task, replayer, path, steps, tasks)
     except TimeoutError:
         result.cut(
             replayer,
