@@ -15,7 +15,7 @@ from rich.table import Table
 
 from datagen.engine.cli import engine_app
 from datagen.errors import DatagenError
-from datagen.export.choices import Coords, Filter, Format, Instruction, Syntax
+from datagen.export.choices import Coords, Filter, Instruction, Output, Syntax
 from datagen.observe.help import VersionOpt, choice, reflow_help
 from datagen.observe.safe import plain, safe
 from datagen.observe.summary import show_plan, show_summary, show_warnings
@@ -318,7 +318,9 @@ def verify(
 @app.command("export")
 def export_command(
     uri: Annotated[str, typer.Argument(help="output folder or s3://bucket/prefix of a run")],
-    format: Annotated[Format, choice(Format, "the training format", "--format", "-f")],
+    format: Annotated[
+        Output, choice(Output, "the training format or a task list", "--format", "-f")
+    ],
     to: Annotated[
         str | None,
         typer.Option(help="export folder or s3:// prefix (default: OUT/exports/<format>)"),
@@ -358,14 +360,19 @@ def export_command(
     given |= {"instruction": instruction, "filter": filter, "allow_standin": allow_standin or None}
     given |= {"min_pixels": min_pixels, "max_pixels": max_pixels}
     try:
-        options = parse_options(format, **given, validation=validation)
-        result = export_output(
-            uri, options, to, endpoint_url, license=license,
-            on_shard=lambda shard, rows: console.print(f"shard {shard}: {rows} rows"),
-        )  # fmt: skip
+        if format == "tasks":  # a task list, not training samples (export/tasks.py)
+            from datagen.export.tasks import export_tasks
+
+            summary = export_tasks(uri, to, endpoint_url).summary()
+        else:
+            options = parse_options(format, **given, validation=validation)
+            summary = plain(export_output(
+                uri, options, to, endpoint_url, license=license,
+                on_shard=lambda shard, rows: console.print(f"shard {shard}: {rows} rows"),
+            ).summary())  # fmt: skip
     except (OSError, DatagenError, BotoCoreError, ClientError) as exc:
         raise _fail(exc) from None
-    console.print(plain(result.summary()), markup=False, soft_wrap=True)
+    console.print(summary, markup=False, soft_wrap=True)
 
 
 @app.command()
@@ -373,18 +380,10 @@ def schemas(
     check: Annotated[bool, typer.Option("--check", help="fail if schemas/ is out of date")] = False,
 ) -> None:
     """Write the JSON Schemas of the output tables to schemas/ (generated from records/rows.py)."""
-    import json
-
-    from datagen.sink.schema import SCHEMA_DIR, json_schemas, write_json_schemas
+    from datagen.sink.schema import stale_json_schemas, write_json_schemas
 
     if check:
-        stale = [
-            n
-            for n, s in json_schemas().items()
-            if not (SCHEMA_DIR / f"{n}.schema.json").is_file()
-            or json.loads((SCHEMA_DIR / f"{n}.schema.json").read_text()) != s
-        ]
-        if stale:
+        if stale := stale_json_schemas():
             err_console.print(f"out of date: {', '.join(stale)}; run `datagen schemas`")
             raise typer.Exit(1)
         console.print("schemas up to date")

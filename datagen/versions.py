@@ -22,4 +22,5 @@ __version__ = "0.1.0"
 # (added columns only)
 # 1.5: episodes.verify_requests (every request of the replays, by fate, kind, method and host);
 # steps.needed null for steps a reduced verification never decided (added columns only)
-SCHEMA_VERSION = "1.5"
+# 1.6: the tasks table (synthesised tasks, issue 43); SuccessCheck's element kind (added only)
+SCHEMA_VERSION = "1.6"

@@ -25,7 +25,16 @@ from datagen.browser.memory import PageMemory
 from datagen.browser.navigation import NavigationFailed, navigation_failure
 from datagen.browser.observe import Camera, settle_load
 from datagen.config import BrowserConfig
-from datagen.records import Action, Element, Goto, Observation, RejectReason, SuccessCheck
+from datagen.records import (
+    Action,
+    Element,
+    Goto,
+    Observation,
+    PageState,
+    RejectReason,
+    SuccessCheck,
+)
+from datagen.records.state import element_holds
 from datagen.url import BadUrl, split_url
 
 log = logging.getLogger(__name__)
@@ -239,8 +248,18 @@ class Session:
                     f"success check gave {value!r}, not true or false: write a comparison "
                     "(=== , >=, Boolean(…))"
                 )
-            return value
+            if not value:
+                return False
+        if check.element is not None:  # the same pure rule as offline: records/state.py
+            elements, _, _ = await self.elements()
+            return element_holds(check.element, PageState.of(self.page.url, "", elements))
         return True
+
+    async def state(self) -> PageState:
+        """What checks read of the page now: its URL, body text and visible elements."""
+        elements, _, _ = await self.elements()
+        text = await self.page.evaluate("() => document.body ? document.body.innerText : ''")
+        return PageState.of(self.page.url, str(text), elements)
 
     def watch_documents(self) -> None:
         """Follow the main frame's documents for `document`: the URL last requested and the

@@ -40,6 +40,7 @@ from datagen.config.stages import (
     AnnotationConfig,
     ModelExpressionsConfig,
     RelabelConfig,
+    TasksConfig,
     ValidationConfig,
     VerifyConfig,
 )
@@ -73,6 +74,7 @@ __all__ = [
     "SimConfig",
     "SitesSourceConfig",
     "SourceConfig",
+    "TasksConfig",
     "UrlsSourceConfig",
     "ValidationConfig",
     "VerifyConfig",

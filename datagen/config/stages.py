@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from datagen.config.base import NEUTRAL, Section
 from datagen.config.policy import RoleConfig
@@ -100,6 +100,29 @@ class VerifyConfig(Section):
         return [h.lower() for h in value]
 
 
+TaskKind = Literal["state", "value", "url", "appeared", "text", "disappeared"]
+TASK_KINDS: tuple[TaskKind, ...] = ("state", "value", "url", "appeared", "text", "disappeared")
+
+
+class TasksConfig(Section):
+    """Task synthesis (issue 43): each verified (minimal) episode's needed steps are replayed,
+    observed, and what they changed (a URL, an element that appeared or went, a control's
+    state or value, a message) becomes a task whose check a program decides, kept only once
+    replays prove it: false at the start, true after the demonstration, twice, and false on
+    the shard's other episodes from the same start that did not act as it did. Written to
+    the `tasks` table; `datagen export --format tasks` makes a task list of them."""
+
+    per_episode: int = Field(
+        3, ge=1, le=50, description="tasks kept per verified episode at most (most telling first)"
+    )
+    kinds: list[TaskKind] = Field(
+        default_factory=lambda: list(TASK_KINDS),
+        description="effect kinds that may become tasks: state (a control checked or not), "
+        "value (a drop-down's choice), url (path or query), appeared / disappeared (an "
+        "element, by role and name), text (a line of text that became visible)",
+    )
+
+
 class AnnotationConfig(Section):
     """Rows written for each step's elements."""
 
@@ -116,11 +139,27 @@ class AnnotationConfig(Section):
         description="replay each solved episode to find the steps its task needs (null: off; "
         "then no sample carries the task's instruction)",
     )
+    tasks: TasksConfig | None = Field(
+        None,
+        description="synthesise tasks from verified episodes' effects, proven by sealed "
+        "replays (needs annotation.verify; null: off)",
+    )
     relabel: RelabelConfig | None = Field(
         None,
         description="after each episode, ask the model which instruction the trajectory carried "
         "out (hindsight relabeling), with any policy",
     )
+
+    @model_validator(mode="after")
+    def _tasks_need_verify(self) -> AnnotationConfig:
+        # synthesis reads the needed steps verification proves and replays on its recording
+        if self.tasks is not None and self.verify is None:
+            raise ValueError(
+                "annotation.tasks needs annotation.verify (task synthesis proves its tasks by "
+                "replaying the steps verification found needed); fix: remove `verify: null` "
+                "from annotation (or set annotation.verify: {}), or set annotation.tasks: null"
+            )
+        return self
 
 
 class ValidationConfig(Section):

@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 Format = Literal["sft", "grounding", "rl", "pairs"]
+# what `datagen export --format` takes: the training formats, and a task list (export/tasks.py)
+Output = Literal["sft", "grounding", "rl", "pairs", "tasks"]
 Coords = Literal["pixels", "qwen25vl", "norm1000", "norm01"]
 Syntax = Literal["tool", "code", "uitars"]
 Instruction = Literal["task", "relabeled", "step"]

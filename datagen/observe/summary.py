@@ -133,6 +133,14 @@ def show_summary(console: Console, err_console: Console, summary: RunSummary, ta
     )
     if line:
         console.print(plain(line), markup=False, highlight=False)
+    line = synthesis_line(
+        sum(r.session_s for r in results),
+        sum(r.synth_s for r in results),
+        sum(r.tasks_synthesised for r in results),
+        summed(r.tasks_dropped for r in results),
+    )
+    if line:
+        console.print(plain(line), markup=False, highlight=False)
     show_shards(console, summary)
     show_limits(console, summary)
     show_workers(console, err_console, summary)
@@ -252,6 +260,19 @@ def summed(counts: Iterable[Mapping[str, int]]) -> dict[str, int]:
     for c in counts:
         total.update(c)
     return dict(total)
+
+
+def synthesis_line(session_s: float, synth_s: float, kept: int, dropped: Mapping[str, int]) -> str:
+    """Task synthesis (annotation.tasks): the tasks synthesised, those its proof kept, those
+    it dropped by proof step, and its time beside the browser sessions'; "" when none."""
+    made = kept + sum(dropped.values())
+    if not made:
+        return ""
+    share = f"{synth_s / session_s:.1%} of session time, " if session_s > 0 else ""
+    return (
+        f"task synthesis: {made} tasks synthesised, {kept} kept, dropped by proof step: "
+        f"{counts_text(dropped)} ({share}{synth_s:.1f} s; `datagen export OUT -f tasks`)"
+    )
 
 
 def verification_line(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -58,6 +59,17 @@ class Hosts(Protocol):
 
 
 @dataclass
+class SynthMemo:
+    """Task synthesis's memory over one shard (pipeline/synthesis.py), by start URL: the
+    effects proven so far (another episode's same effect is not proven again) and what moved
+    by itself on the start page (observed once per start, a gap apart)."""
+
+    proven: dict[str, set[str]] = field(default_factory=dict)
+    moved: dict[str, set[str]] = field(default_factory=dict)
+    gauged: dict[str, asyncio.Event] = field(default_factory=dict)  # moved is known (set)
+
+
+@dataclass
 class ShardContext:
     """What a shard needs from its surroundings."""
 
@@ -74,3 +86,5 @@ class ShardContext:
     pool: EpisodePool | None = None
     # The run's hosts (sessions, pace, blocklist); None: no host limits (a shard in tests).
     hosts: Hosts | None = None
+    # Task synthesis's memory: one per shard (run_shard gives each shard its own)
+    synth: SynthMemo = field(default_factory=SynthMemo)

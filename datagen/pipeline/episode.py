@@ -53,6 +53,7 @@ from datagen.records import (
     Goto,
     ImageData,
     Observation,
+    PageState,
     RejectReason,
     TaskSpec,
 )
@@ -61,6 +62,7 @@ from datagen.validate import check_step
 from datagen.versions import __version__
 
 T = TypeVar("T")
+BODY_TEXT = "() => document.body ? document.body.innerText : ''"
 
 
 async def run_episode(task: TaskSpec, repeat: int, ctx: ShardContext) -> EpisodeOutcome:
@@ -191,6 +193,9 @@ class Episode:
             out.reject("episode", RejectReason.NO_STEPS, "the episode ended before its first step")
             return
         out.episode = self._row(session, final)
+        if self.ctx.config.annotation.tasks is not None:  # other episodes' tasks: specificity
+            text = await self._bounded(session.page.evaluate(BODY_TEXT), "reading the final page")
+            out.final_state = PageState.of(final.url, str(text), final.elements)
 
     def _row(self, session: Session, final: Observation) -> EpisodeRow:
         task, out = self.task, self.out

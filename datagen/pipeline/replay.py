@@ -8,6 +8,7 @@ Replayer.passes(steps) ─► a fresh context whose only way out is a SealedProx
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import Counter
@@ -25,7 +26,16 @@ from datagen.pipeline.recording import Recording
 from datagen.pipeline.router import ReplayRouter
 from datagen.pipeline.rows import EpisodeOutcome, Hit
 from datagen.pipeline.straggler import StragglerWatch
-from datagen.records import Action, Click, Decision, Element, ImageData, TaskSpec
+from datagen.records import (
+    Action,
+    Click,
+    Decision,
+    Element,
+    ImageData,
+    Observation,
+    PageState,
+    TaskSpec,
+)
 
 log = logging.getLogger(__name__)
 OBSERVED_UP_TO = 2  # steps: a replay this short takes its screens as it goes
@@ -38,6 +48,11 @@ class Screens:
 
     steps: dict[int, tuple[ImageData, str, str]] = field(default_factory=dict)
     final: tuple[ImageData, str] | None = None
+    # observed: the page's state before each step, then after the last (task synthesis)
+    states: list[PageState] = field(default_factory=list)
+    # with a gap: the start state once more, that many seconds later (what moves by itself)
+    again: PageState | None = None
+    acted: dict[int, Action] = field(default_factory=dict)  # by step: the action as done here
 
 
 class Replayer:
@@ -65,6 +80,8 @@ class Replayer:
         self.seen: dict[tuple[int, ...], bool] = {}
         self.screens: dict[tuple[int, ...], Screens] = {}  # of passing replays observed
         self.watch: StragglerWatch | None = None
+        self.states = False  # the replay in progress records its states (`replay`)
+        self.gap = 0.0  # and the start state a second time, this many seconds later
 
     async def passes(self, steps: Sequence[int]) -> bool:
         """Does the check pass after replaying `steps` (step indices, in order)? A replay of
@@ -83,9 +100,18 @@ class Replayer:
                     self.screens[key] = path
         return self.seen[key]
 
-    async def replay(self, steps: tuple[int, ...], observe: bool = False) -> Screens | None:
-        """Replay `steps`; the path (its screens when `observe`) if it stayed the episode's
-        trajectory and the check passed, else None."""
+    async def replay(
+        self,
+        steps: tuple[int, ...],
+        observe: bool = False,
+        judge: bool = True,
+        states: bool = False,
+        gap: float = 0.0,
+    ) -> Screens | None:
+        """Replay `steps`; the path (its screens and states when `observe`, its states alone
+        when `states`, the start state again `gap` seconds after the first when `gap`) if it
+        stayed the episode's trajectory and the check passed (not asked unless `judge`), else
+        None."""
         ctx = self.ctx
         router = ReplayRouter(self.recording, self.live)
         seal = SealedProxy(self.live, ctx.host.guard)
@@ -101,7 +127,8 @@ class Replayer:
                 # the consent dialog answered as the episode had it answered: a banner left
                 # up covers the page's foot, and clicks there would land on it
                 await answer_consent(session, ctx.config.browser.consent)
-                return await self._run(session, steps, router, observe)
+                self.states, self.gap = states, gap
+                return await self._run(session, steps, router, observe, judge)
         except (*BROWSER_FAILURES, TimeoutError) as exc:
             if not ctx.host.connected:
                 raise BrowserDied(f"browser closed while replaying task {self.task.id}") from None
@@ -117,7 +144,12 @@ class Replayer:
                 self.requests[("live", "unrouted", method, host)] += n
 
     async def _run(
-        self, session: Session, steps: tuple[int, ...], router: ReplayRouter, observe: bool
+        self,
+        session: Session,
+        steps: tuple[int, ...],
+        router: ReplayRouter,
+        observe: bool,
+        judge: bool,
     ) -> Screens | None:
         path = await self._steps(session, steps, router, observe)
         if path is None:
@@ -127,8 +159,13 @@ class Replayer:
             obs = await session.observe()
             image = ImageData(bytes=obs.screenshot, path=f"path-final.{obs.image_format}")
             path.final = (image, obs.url)
+            path.states.append(await _state(session, obs))
+        elif self.states:
+            path.states.append(await session.state())
         if await self._failed(session, "after the last step"):
             return None
+        if not judge:
+            return None if self._diverged(router) else path
         if await run_check(session, self.task.check, self.task.id) is not True:
             if router.refused_gets:  # what it may have needed, for the note
                 self.divergences.append(
@@ -139,7 +176,11 @@ class Replayer:
         return None if self._diverged(router) else path
 
     async def _steps(
-        self, session: Session, steps: tuple[int, ...], router: ReplayRouter, observe: bool
+        self,
+        session: Session,
+        steps: tuple[int, ...],
+        router: ReplayRouter,
+        observe: bool,
     ) -> Screens | None:
         path = Screens()
         for index in steps:
@@ -151,6 +192,11 @@ class Replayer:
             action = self.actions[index]
             if observe:
                 await self._observe(session, index, path, action)
+            elif self.states:  # what checks read, without a screenshot (task synthesis)
+                path.states.append(await session.state())
+                if self.gap and len(path.states) == 1:
+                    await asyncio.sleep(self.gap)
+                    path.again = await session.state()
             if isinstance(action, Click) and index in self.hits:
                 elements, _, _ = await session.elements()
                 scale = session.config.device_scale_factor
@@ -159,6 +205,7 @@ class Replayer:
                     return None
                 action = moved
             await session.act(action)
+            path.acted[index] = action
             if self.watch is not None:
                 self.watch.step_ended()
             if self._diverged(router):
@@ -210,6 +257,7 @@ class Replayer:
                     )
         words = describe(obs, Decision(action=action, target=target))
         path.steps[index] = (image, words, obs.url)
+        path.states.append(await _state(session, obs))
 
     async def _failed(self, session: Session, when: str) -> bool:
         """Did the task's `fail` check pass (as in the episode: solved by nothing after it)?"""
@@ -225,6 +273,12 @@ class Replayer:
         if why not in self.divergences:
             self.divergences.append(why)
         return True
+
+
+async def _state(session: Session, obs: Observation) -> PageState:
+    """The page's state as checks read it, from an observation and the body's text now."""
+    text = await session.page.evaluate("() => document.body ? document.body.innerText : ''")
+    return PageState.of(obs.url, str(text), obs.elements)
 
 
 def find(elements: Sequence[Element], hit: Hit) -> Element | None:

@@ -30,9 +30,11 @@ from datagen.records import (
     ImageData,
     ModelTrace,
     Observation,
+    PageState,
     RejectReason,
     RejectRow,
     StepRow,
+    TaskRow,
     TypeText,
 )
 from datagen.records.actions import action_json, action_repr
@@ -87,6 +89,11 @@ class EpisodeOutcome:
     # each click landed on (typing's field)
     recording: Path | None = None
     hits: dict[int, Hit] = field(default_factory=dict)
+    # task synthesis (annotation.tasks): its candidates, the state its episode ended on (other
+    # episodes' tasks must be false on it), and the time synthesis took
+    tasks: list[TaskRow] = field(default_factory=list)
+    final_state: PageState | None = None
+    synth_ms: float = 0.0
 
     def reject(self, stage: str, reason: RejectReason, detail: str, **where: int) -> None:
         self.rejects.append(

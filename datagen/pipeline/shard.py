@@ -11,17 +11,19 @@ flight there (`ShardContext.pool`); a shard run on its own gets a pool of its ow
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections import Counter
 from typing import Any
 
 from datagen.browser.failures import BrowserDied
 from datagen.observe.summary import counted
-from datagen.pipeline.context import ShardContext
+from datagen.pipeline.context import ShardContext, SynthMemo
 from datagen.pipeline.episode import relabel, run_episode
 from datagen.pipeline.hosts import HostTurn, LocalHosts
 from datagen.pipeline.pool import EpisodePool
 from datagen.pipeline.rows import EpisodeOutcome
+from datagen.pipeline.synthesis import specific
 from datagen.pipeline.verify import verify
 from datagen.records import EpisodeRow, ShardResult, TaskSpec
 from datagen.sink.writer import write_shard
@@ -40,6 +42,8 @@ async def run_shard(shard: int, tasks: list[TaskSpec], ctx: ShardContext) -> Sha
 
     if ctx.hosts is None:  # a shard run alone: its own book of the run's host rules
         ctx.hosts = LocalHosts(ctx.config.run.hosts)
+    # synthesis's memory is the shard's own (a rerun of the shard proves its tasks again)
+    ctx = dataclasses.replace(ctx, synth=SynthMemo())
 
     async def one(task: TaskSpec, repeat: int, index: int) -> EpisodeOutcome:
         # The host's session first, then the worker's slot: a slot never idles waiting for a
@@ -68,8 +72,16 @@ async def run_shard(shard: int, tasks: list[TaskSpec], ctx: ShardContext) -> Sha
     outcomes = [job.result() for job in jobs]
     if ctx.host.launches != launch or not await ctx.host.responsive():
         raise BrowserDied(f"the browser closed or stopped answering under shard {shard}")
-    tables: dict[str, list[Any]] = {"episodes": [], "steps": [], "grounding": [], "rejects": []}
+    specific(outcomes)  # a task true where its demonstration was not done is no task
+    tables: dict[str, list[Any]] = {
+        "episodes": [],
+        "steps": [],
+        "grounding": [],
+        "rejects": [],
+        "tasks": [],
+    }
     for o in outcomes:
+        tables["tasks"] += o.tasks
         tables["episodes"] += [o.episode] if o.episode else []
         tables["steps"] += o.steps
         tables["grounding"] += o.grounding
@@ -89,6 +101,9 @@ async def run_shard(shard: int, tasks: list[TaskSpec], ctx: ShardContext) -> Sha
         browser_episodes=ctx.host.episodes,
         tasks_with_episodes=len({e.task_id for e in tables["episodes"]}),
         **verification_figures(tables["episodes"]),
+        synth_s=round(sum(o.synth_ms for o in outcomes) / 1000, 3),
+        tasks_synthesised=sum(1 for t in tables["tasks"] if t.kept),
+        tasks_dropped=dict(Counter(t.dropped_at for t in tables["tasks"] if t.dropped_at)),
     )
     await asyncio.to_thread(write_shard, ctx.storage, shard, tables, result)
     return result

@@ -56,6 +56,7 @@ from datagen.pipeline.recording import discard_recording
 from datagen.pipeline.replay import Replayer, Screens
 from datagen.pipeline.rows import EpisodeOutcome
 from datagen.pipeline.straggler import StepClock, StragglerWatch, Straggling
+from datagen.pipeline.synthesis import synthesise
 from datagen.records import Action, RejectReason, TaskSpec
 
 ACTION: TypeAdapter[Action] = TypeAdapter(Action)
@@ -160,6 +161,13 @@ async def _verify(out: EpisodeOutcome, task: TaskSpec, ctx: ShardContext) -> Non
             await _search(replayer, sorted(actions), config, result, left, began)
             if result.status == "full":
                 await _observe_path(replayer, result)
+            tasks = ctx.config.annotation.tasks
+            if tasks is not None and result.status == "minimal" and result.kept:
+                steps = tuple(sorted(result.kept))
+                # every step needed: the path is the search's own replay of them when it was
+                # observed as it went (no replay of synthesis's own)
+                path = result.path or replayer.screens.get(steps)
+                await synthesise(out, task, replayer, path, steps, tasks)
     except TimeoutError:
         result.cut(
             replayer,
@@ -338,7 +346,8 @@ def _write(out: EpisodeOutcome, result: Verdict, replayer: Replayer, began: floa
             "verification": status,
             "verified_steps": sum(1 for s in out.steps if s.needed),
             "verify_replays": replayer.replays,
-            "verify_ms": round((time.perf_counter() - began) * 1000, 1),
+            # task synthesis's replays are counted apart (ShardResult.synth_s)
+            "verify_ms": round((time.perf_counter() - began) * 1000 - out.synth_ms, 1),
             "verify_note": result.note,
             **request_columns(replayer),
         }

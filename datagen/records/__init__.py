@@ -6,6 +6,7 @@ through these frozen models. The output tables' Arrow schemas and the JSON Schem
 output schema is defined exactly once.
 
     tasks.py         SuccessCheck, TaskSpec                    source ─► pipeline
+    state.py         PageState, ElementCheck: checks decided offline and live alike
     actions.py       the action vocabulary, action_repr/json   policy ─► browser, rows
     observations.py  Box, Element, Observation, ModelTrace, Decision   browser ─► policy
     rows.py          StepRow, EpisodeRow, GroundingRow, RejectRow, RejectReason   ─► sink
@@ -43,8 +44,10 @@ from datagen.records.rows import (
     RejectRow,
     RowBase,
     StepRow,
+    TaskRow,
 )
 from datagen.records.shards import Resumed, ShardResult
+from datagen.records.state import ElementCheck, ElementState, PageState
 from datagen.records.tasks import SuccessCheck, TaskSpec
 
 __all__ = [
@@ -56,6 +59,8 @@ __all__ = [
     "Decision",
     "Done",
     "Element",
+    "ElementCheck",
+    "ElementState",
     "EpisodeRow",
     "Frozen",
     "Goto",
@@ -64,6 +69,7 @@ __all__ = [
     "Key",
     "ModelTrace",
     "Observation",
+    "PageState",
     "Provenance",
     "RejectReason",
     "RejectRow",
@@ -73,6 +79,7 @@ __all__ = [
     "ShardResult",
     "StepRow",
     "SuccessCheck",
+    "TaskRow",
     "TaskSpec",
     "TypeText",
     "Wait",

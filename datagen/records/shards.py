@@ -57,11 +57,21 @@ class ShardResult(Frozen):
         description="what those replays tried to send and were refused, by 'METHOD host'",
     )
     verified: int = Field(0, description="solved episodes verified (replayed at least once)")
+    synth_s: float = Field(
+        0.0,
+        description="of session_s, task synthesis's (annotation.tasks): its replays' time",
+    )
+    tasks_synthesised: int = Field(0, description="synthesised tasks its proof kept")
+    tasks_dropped: dict[str, int] = Field(
+        default_factory=dict,
+        description="synthesised tasks its proof dropped, by the step that dropped them "
+        "(TaskRow.dropped_at)",
+    )
 
     @model_serializer(mode="wrap")
     def _omit_unverified(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Left out while zero: a marker of a shard that verified nothing reads and writes back
-        # byte for byte as earlier versions wrote it.
+        # Left out while zero: a marker of a shard that verified (or synthesised) nothing reads
+        # and writes back byte for byte as earlier versions wrote it.
         data: dict[str, Any] = handler(self)
         for key in (
             "session_s",
@@ -70,6 +80,9 @@ class ShardResult(Frozen):
             "replay_network",
             "replay_refused",
             "verified",
+            "synth_s",
+            "tasks_synthesised",
+            "tasks_dropped",
         ):
             if not data.get(key):
                 data.pop(key, None)

@@ -11,6 +11,7 @@ from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from datagen.records.actions import Action
 from datagen.records.base import Frozen
+from datagen.records.state import ElementCheck, PageState, element_holds
 
 
 class SuccessCheck(Frozen):
@@ -23,6 +24,32 @@ class SuccessCheck(Frozen):
     )
     url_contains: str | None = Field(None, description="substring the page URL must contain")
     text_present: str | None = Field(None, description="substring of document.body.innerText")
+    element: ElementCheck | None = Field(
+        None,
+        description="an element shown (or not) on the screen: role, name as drawn, and "
+        "present | absent | checked | unchecked, optionally the value it shows; decided the "
+        "same way on a live page and on a recorded observation",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_no_element(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Left out when unset: run ids hash every task's dump, and task lists written before
+        # the element kind existed must keep theirs.
+        data: dict[str, Any] = handler(self)
+        if self.element is None:
+            data.pop("element", None)
+        return data
+
+    def holds_on(self, state: PageState) -> bool | None:
+        """The check decided on a recorded page state, without a browser; None when it has a
+        `js` part (no offline meaning)."""
+        if self.js is not None:
+            return None
+        if self.url_contains is not None and self.url_contains not in state.url:
+            return False
+        if self.text_present is not None and self.text_present not in state.text:
+            return False
+        return self.element is None or element_holds(self.element, state)
 
 
 class TaskSpec(Frozen):
@@ -48,6 +75,12 @@ class TaskSpec(Frozen):
         "action_reprs: '[button]  Search -> CLICK'); not replayed",
     )
 
+    provenance: dict[str, str] = Field(
+        default_factory=dict,
+        description="where a synthesised task came from (datagen export --format tasks): run, "
+        "episode, source task, demonstration steps, effect, its proof",
+    )
+
     @model_serializer(mode="wrap")
     def _omit_empty_reference(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # Left out when empty: the run id hashes every task's dump, and task lists that
@@ -56,6 +89,8 @@ class TaskSpec(Frozen):
         data: dict[str, Any] = handler(self)
         if not self.reference:
             data.pop("reference", None)
+        if not self.provenance:
+            data.pop("provenance", None)
         if self.fail is None:
             data.pop("fail", None)
         return data

@@ -25,7 +25,7 @@ from datagen.sink.models import (
     TableFiles,
     TaskCounts,
 )
-from datagen.sink.schema import TABLES, arrow_schema
+from datagen.sink.schema import ADDED_TABLES, TABLES, arrow_schema
 from datagen.sink.storage import Storage
 from datagen.sink.writer import MANIFEST, RUN_FILE, part_key, read_markers, read_run
 from datagen.versions import SCHEMA_VERSION, __version__
@@ -73,7 +73,12 @@ def finalize(
         raise OutputError(f"{storage.uri} holds no {RUN_FILE}: no run was started there")
     markers = read_markers(storage)
     _remove_uncommitted_parts(storage, markers, busy or set())
-    files: dict[str, list[ManifestFile]] = {t: [] for t in TABLES}
+    # a table added since 0.1.0 is listed once a marker has a part of it (an old output's
+    # manifest keeps the tables it had)
+    present = {f.table for m in markers for f in m.files}
+    files: dict[str, list[ManifestFile]] = {
+        t: [] for t in TABLES if t not in ADDED_TABLES or t in present
+    }
     reasons: Counter[str] = Counter()
     for marker in markers:
         for f in marker.files:
@@ -143,7 +148,7 @@ def _remove_uncommitted_parts(storage: Storage, markers: list[Marker], busy: set
 
 def _filled(manifest: Manifest) -> list[str]:
     """The tables with rows, in TABLES order."""
-    return [t for t in TABLES if manifest.tables[t].rows]
+    return [t for t in TABLES if t in manifest.tables and manifest.tables[t].rows]
 
 
 def dataset_info(manifest: Manifest) -> str:

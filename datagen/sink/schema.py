@@ -18,14 +18,19 @@ from typing import Any
 import pyarrow as pa
 from pydantic import BaseModel
 
-from datagen.records import EpisodeRow, GroundingRow, ImageData, RejectRow, StepRow
+from datagen.records import EpisodeRow, GroundingRow, ImageData, RejectRow, StepRow, TaskRow
 
 TABLES: dict[str, type[BaseModel]] = {
     "episodes": EpisodeRow,
     "steps": StepRow,
     "grounding": GroundingRow,
     "rejects": RejectRow,
+    "tasks": TaskRow,
 }
+# Tables added after datagen 0.1.0's four (`tasks`: schema 1.6). An output or marker written
+# before one of them has no part of it: it verifies, reads (the table empty), resumes and is
+# written back byte for byte as before; every marker has a part of each of the others.
+ADDED_TABLES: frozenset[str] = frozenset({"tasks"})
 IMAGE_TYPE = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
 SCALARS: dict[Any, tuple[pa.DataType, str]] = {
     str: (pa.string(), "string"),
@@ -101,6 +106,17 @@ def compression(model: type[BaseModel]) -> dict[str, str]:
 def json_schemas() -> dict[str, dict[str, Any]]:
     """JSON Schema of each table's row, as exported to `schemas/`."""
     return {name: model.model_json_schema(mode="serialization") for name, model in TABLES.items()}
+
+
+def stale_json_schemas(folder: Path = SCHEMA_DIR) -> list[str]:
+    """The tables whose `schemas/<table>.schema.json` is missing or not what `json_schemas`
+    gives (`datagen schemas --check`)."""
+    stale = []
+    for name, schema in json_schemas().items():
+        path = folder / f"{name}.schema.json"
+        if not path.is_file() or json.loads(path.read_text()) != schema:
+            stale.append(name)
+    return stale
 
 
 def write_json_schemas(folder: Path = SCHEMA_DIR) -> list[Path]:

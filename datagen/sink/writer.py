@@ -1,6 +1,6 @@
 """The sink: Parquet parts per shard and table, a completion marker last, a manifest at the end.
 
-    rows of one shard ─► write_shard() ─► <table>/part-<shard>.parquet ×4, then _markers/shard-<n>.json
+    rows of one shard ─► write_shard() ─► <table>/part-<shard>.parquet ×5, then _markers/shard-<n>.json
     all markers        ─► finalize()    ─► _manifest.json, README.md (dataset card)
 
 Exactly-once by construction: part names are deterministic (a retried shard overwrites, never
@@ -31,7 +31,7 @@ from pydantic import BaseModel, ValidationError
 from datagen.errors import OutputError
 from datagen.records import ShardResult
 from datagen.sink.models import Marker, PartFile, RunInfo, to_json
-from datagen.sink.schema import TABLES, arrow_schema, compression, image_columns
+from datagen.sink.schema import ADDED_TABLES, TABLES, arrow_schema, compression, image_columns
 from datagen.sink.storage import Storage, control_json, read_small
 from datagen.versions import SCHEMA_VERSION, __version__
 
@@ -44,7 +44,7 @@ MANIFEST = "_manifest.json"
 ROW_GROUP_ROWS = 256
 IMAGE_ROW_GROUP_ROWS = 100
 IMAGE_ROW_GROUP_BYTES = 32_000_000  # of image bytes: a 2x PNG screenshot can near its raw 12 MB
-# Control files are read with a bound (`storage.read_small`): a marker is 4 part entries and a
+# Control files are read with a bound (`storage.read_small`): a marker is 5 part entries and a
 # shard's stats (a few KB; its reject reasons are a few dozen names); `_run.json` holds the
 # pipeline, whose file is at most loading.MAX_BYTES (its JSON a little more, with defaults).
 MAX_MARKER_BYTES = 1 << 20
@@ -126,7 +126,7 @@ def read_marker(storage: Storage, shard: int) -> Marker:
 
 def parse_marker(raw: bytes, shard: int) -> Marker:
     """A marker's JSON, checked for the shape `write_shard` gives it: one file per table at its
-    own shard's part key, with rows, bytes and a sha256, and the shard's stats, its numbers
+    own shard's part key (tables in ADDED_TABLES may be absent: markers from before them), with rows, bytes and a sha256, and the shard's stats, its numbers
     finite and not negative (JSON's `Infinity` and `NaN` are refused) and `written_at` no later
     than now (a clock ahead of this one: now). Raises ValueError saying what is off."""
     try:
@@ -143,8 +143,9 @@ def parse_marker(raw: bytes, shard: int) -> Marker:
             raise ValueError(f"a file entry names {f.key!r} for table {f.table!r}")
         if f.rows < 0 or f.bytes < 0 or not SHA256.match(f.sha256):
             raise ValueError(f"bad rows, bytes or sha256 for {f.key}")
-    if sorted(f["table"] for f in files) != sorted(TABLES):
-        raise ValueError(f"files for {sorted(f['table'] for f in files)}, not one per table")
+    tables = sorted(f["table"] for f in files)
+    if len(set(tables)) != len(tables) or set(TABLES) - ADDED_TABLES - set(tables):
+        raise ValueError(f"files for {tables}, not one per table")
     try:
         marker = Marker.model_validate(data)
     except ValidationError as exc:

@@ -35,7 +35,7 @@ def test_datasets_reads_the_features_from_the_schema() -> None:
         features = datasets.Features.from_arrow_schema(schema)
         declared = json.loads(schema.metadata[b"huggingface"])["info"]["features"]
         assert features.to_dict() == datasets.Features.from_dict(declared).to_dict(), model.__name__
-    assert set(TABLES) == {"episodes", "steps", "grounding", "rejects"}
+    assert set(TABLES) == {"episodes", "steps", "grounding", "rejects", "tasks"}
 
 
 def test_parquet_round_trip(tmp_path: Path) -> None:

@@ -133,6 +133,7 @@ def test_an_old_output_verifies_reads_and_resumes(old_output: LocalStorage) -> N
     assert "ok: 1 shards, 4 parts verified (sha256" in result.output
     assert read_committed(str(old_output.root), "grounding").count_rows() == 100
     assert read_committed(str(old_output.root), "rejects").count_rows() == 30
+    assert read_committed(str(old_output.root), "tasks").count_rows() == 0  # added since
     (marker,) = read_markers(old_output)
     assert marker.shard == 7 and marker.stats.rejects == 30
     run = read_run(old_output)

@@ -1,0 +1,216 @@
+"""Tasks from an episode's effects: what its needed steps changed, as checks and words (issue 43).
+
+    PageState before the demonstration (twice) + after each of its steps ─► effects()
+        ─► Effect(kind, key, SuccessCheck) ─► instruction(effect, demonstration) ─► words
+
+Pure: the states come from a sealed replay of a verified episode's needed steps (observed:
+pipeline/synthesis.py, which also proves each candidate by replays). An effect is what differs
+between the start state and the state after the demonstration's first k steps: the URL (path,
+query), an element that appeared or disappeared (role, name), a control's state (checked) or
+shown value (a drop-down's option), text that became visible. What differs between two
+observations of the start state moves by itself (a clock, a counter, a random token): it is
+never used, nor anything that looks like it once its digits are masked. Nor is a change in
+digits alone ("Visitors 100" ─► "Visitors 198", "Cart (2)" ─► "Cart (3)"): a line or a name
+that was there before, its digits aside, is no effect (a counter that ticks between two
+observations too slowly to be caught would otherwise become a task).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from datagen.records import ElementCheck, ElementState, PageState, SuccessCheck
+
+KINDS = ("state", "value", "url", "appeared", "text", "disappeared")  # most telling first
+DIGITS = re.compile(r"\d+")
+# a line of text worth a check: a message, a heading; not a paragraph (it would be brittle)
+TEXT_LEN = (3, 80)
+# roles whose shown value is a choice a person makes (not a field's typed text)
+CHOICES = frozenset({"combobox", "listbox", "radiogroup", "spinbutton", "slider"})
+SWITCHES = {"switch": ("Turn on", "Turn off"), "radio": ("Select", "Select")}
+
+
+@dataclass(frozen=True)
+class Effect:
+    """One change the demonstration made, and the check that sees it: `kind` (KINDS), `key`
+    (what it changed, for deduplication), `subject` (the element or text it is about)."""
+
+    kind: str
+    key: str
+    check: SuccessCheck
+    subject: str = ""
+    role: str = ""
+
+
+@dataclass(frozen=True)
+class Act:
+    """One demonstration step as words need it: click / type / key / other, the element it
+    acted on (role, name), and what it typed or pressed."""
+
+    kind: str
+    role: str = ""
+    name: str = ""
+    text: str = ""
+
+
+def mask(text: str) -> str:
+    """`text` with every run of digits as `#`: a clock's or a counter's every reading alike."""
+    return DIGITS.sub("#", text)
+
+
+def lines(text: str) -> set[str]:
+    """The non-empty lines of a body text, stripped."""
+    return {line.strip() for line in text.splitlines() if line.strip()}
+
+
+def volatile(first: PageState, second: PageState) -> set[str]:
+    """Masked lines, names and values that differ between two observations of the start state."""
+    moved = {mask(s) for s in lines(first.text) ^ lines(second.text)}
+    a = {(e.role, e.name, e.text, e.checked) for e in first.elements}
+    b = {(e.role, e.name, e.text, e.checked) for e in second.elements}
+    for _, name, text, _ in a ^ b:
+        moved |= {mask(name), mask(text)} - {""}
+    return moved
+
+
+def _unique(state: PageState) -> dict[tuple[str, str], ElementState]:
+    """Named elements that are the only one of their role and name on the page."""
+    seen: dict[tuple[str, str], list[ElementState]] = {}
+    for e in state.elements:
+        if e.name:
+            seen.setdefault((e.role, e.name), []).append(e)
+    # `generic`: a box with words but no role a reader (or a checker) can name it by
+    return {k: v[0] for k, v in seen.items() if len(v) == 1 and k[0] not in ("generic", "")}
+
+
+def _url_part(before: str, after: str) -> str | None:
+    """The part of `after`'s URL (path, else query) that `before`'s does not contain."""
+    b, a = urlsplit(before), urlsplit(after)
+    if a.path != b.path and a.path not in ("", "/"):
+        return a.path + (f"?{a.query}" if a.query else "")
+    if a.query and a.query != b.query and f"?{a.query}" not in before:
+        return f"?{a.query}"
+    return None
+
+
+def _element(kind: str, e: ElementState, **check: str | None) -> Effect:
+    spec = ElementCheck(role=e.role, name=e.name, **check)
+    key = f"{kind}:{e.role}:{e.name}:{spec.state}:{spec.value or ''}"
+    return Effect(kind, key, SuccessCheck(element=spec), e.name, e.role)
+
+
+def _masked_names(state: PageState) -> set[tuple[str, str]]:
+    return {(e.role, mask(e.name)) for e in state.elements}
+
+
+def _element_effects(start: PageState, after: PageState) -> list[Effect]:
+    before, now = _unique(start), _unique(after)
+    found: list[Effect] = []
+    was_there, still_there = _masked_names(start), _masked_names(after)
+    for key, e in now.items():
+        was = before.get(key)
+        if was is None:
+            if (e.role, mask(e.name)) not in was_there:  # new, not a renumbered one
+                found.append(_element("appeared", e))
+        elif e.checked is not None and was.checked is not None and e.checked != was.checked:
+            found.append(_element("state", e, state="checked" if e.checked else "unchecked"))
+        elif e.role in CHOICES and e.text and e.text != was.text:
+            found.append(_element("value", e, value=e.text))
+    names = {(x.role, x.name) for x in after.elements}
+    for key, e in before.items():
+        if key not in names and (e.role, mask(e.name)) not in still_there:
+            found.append(_element("disappeared", e, state="absent"))
+    return found
+
+
+def effects(start: PageState, again: PageState, after: PageState) -> list[Effect]:
+    """What changed from `start` to `after`, most telling kinds first, without anything that
+    moved between the two observations of the start (`start`, `again`) or that already holds
+    on either of them."""
+    moved = volatile(start, again)
+    found = _element_effects(start, after)
+    part = _url_part(start.url, after.url)
+    if part is not None:
+        found.append(Effect("url", f"url:{part}", SuccessCheck(url_contains=part), part))
+    shown = lines(start.text) | lines(again.text)
+    renumbered = {mask(line) for line in shown}  # a line there before but for its digits
+    names = {e.name for e in after.elements}
+    for line in sorted(lines(after.text) - shown):
+        if mask(line) in renumbered:
+            continue
+        if TEXT_LEN[0] <= len(line) <= TEXT_LEN[1] and line not in names:
+            found.append(Effect("text", f"text:{line}", SuccessCheck(text_present=line), line))
+    kept = [
+        f
+        for f in found
+        if mask(f.subject) not in moved
+        and f.check.holds_on(start) is False
+        and f.check.holds_on(again) is False
+    ]
+    return sorted(kept, key=lambda f: KINDS.index(f.kind))
+
+
+def _quote(name: str) -> str:
+    return f'"{name}"'
+
+
+def _click(act: Act) -> str:
+    name = _quote(act.name)
+    if act.role == "link":
+        return f"open {name}"
+    if act.role == "tab":
+        return f"switch to the {name} tab"
+    if act.role in ("checkbox", "switch"):
+        return f"toggle {name}"
+    if act.role in ("button", "menuitem"):
+        return f"press {name}"
+    return f"click {name}"
+
+
+def _steps(acts: Sequence[Act]) -> str | None:
+    """The demonstration in a person's words ("type "Ann" into "Name", then press "Send"");
+    None when a step's element has no name shown (words would name what is not there)."""
+    said: list[str] = []
+    for act in acts:
+        if act.kind == "click":
+            if not act.name:
+                return None
+            said.append(_click(act))
+        elif act.kind == "type":
+            field = f" into {_quote(act.name)}" if act.name else ""
+            said.append(f"type {_quote(act.text)}{field}")
+        elif act.kind == "key":
+            said.append(f"press {act.text}")
+        else:
+            return None
+    return ", then ".join(said) or None
+
+
+def instruction(effect: Effect, acts: Sequence[Act]) -> str | None:
+    """An instruction a person would give for `effect`, from its kind and the demonstration's
+    element names (all of them on the screen when acted on); None when none can be written
+    without naming what is not shown."""
+    last = acts[-1] if acts else Act("other")
+    typed = [a.text for a in acts if a.kind == "type" and a.text]
+    subject = _quote(effect.subject)
+    if effect.kind == "state" and last.kind == "click" and last.name == effect.subject:
+        on = effect.check.element is not None and effect.check.element.state == "checked"
+        if effect.role in SWITCHES:
+            verb = SWITCHES[effect.role][0 if on else 1]
+        else:
+            verb = "Check" if on else "Uncheck"
+        return f"{verb} {subject}"
+    if effect.kind == "value" and effect.check.element is not None:
+        return f"Choose {_quote(effect.check.element.value or '')} in {subject}"
+    if effect.kind == "url" and last.kind == "click" and last.role == "link" and last.name:
+        return f"Open the {_quote(last.name)} page"
+    if effect.kind in ("appeared", "text") and typed and any(t in effect.subject for t in typed):
+        added = next(t for t in typed if t in effect.subject)
+        where = " to the list" if effect.role in ("listitem", "checkbox", "row") else ""
+        if len(acts) <= 3:
+            return f"Add {_quote(added)}{where}"
+    steps = _steps(acts)
+    return steps[0].upper() + steps[1:] if steps else None

@@ -1,0 +1,132 @@
+"""`datagen export OUT --format tasks`: a run's synthesised tasks as a task list `datagen run`
+reads back (`sources: [{type: jsonl}]`), with a card.
+
+    committed `tasks` parts (pipeline/synthesis.py) ─► the kept ones, one per (start URL,
+        effect), the shortest demonstration first ─► tasks.jsonl (TaskSpec lines: start URL,
+        instruction, check, max_steps, the demonstration as `actions`, provenance)
+        + README.md: counts by effect kind and site, candidates dropped at each proof step
+
+Not the Parquet export loop (export/run.py): deduplication spans shards, so the list is
+written whole from every committed shard, each time.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from datagen.records import TaskSpec
+from datagen.sink.read import iter_committed
+from datagen.sink.storage import open_storage
+
+# steps a run of a task may take beyond its demonstration: room to recover, not to wander
+SLACK_STEPS = 3
+PROOF_STEPS = ("volatile", "holds_at_start", "not_after_demo", "not_again", "not_specific")
+
+
+@dataclass
+class TaskExport:
+    """What was written: the task list's key, its tasks, and the candidates read."""
+
+    key: str
+    tasks: int
+    candidates: int
+
+    def summary(self) -> str:
+        return f"{self.tasks} tasks (of {self.candidates} candidates) written to {self.key}"
+
+
+def task_line(row: dict[str, Any]) -> TaskSpec:
+    """The task list's entry for one kept `tasks` row (a TaskSpec, as the jsonl reader reads)."""
+    actions = json.loads(row["actions_json"])
+    return TaskSpec.model_validate(
+        {
+            "id": f"synth-{row['site'] or 'site'}-{row['synth_id']}",
+            "start_url": row["start_url"],
+            "instruction": row["instruction"],
+            "check": json.loads(row["check_json"]),
+            "max_steps": len(actions) + SLACK_STEPS,
+            "site": row["site"],
+            "actions": actions,
+            "provenance": {
+                "run_id": row["run_id"],
+                "episode_id": row["episode_id"],
+                "task_id": row["task_id"],
+                "steps": ",".join(map(str, row["demo_steps"])),
+                "effect_kind": row["effect_kind"],
+                "effect": row["effect"],
+                "proof": f"{row['proof_replays']} replays; false on {row['false_on_start']} "
+                f"start observations and {len(row['false_on_episodes'])} other episodes",
+            },
+        }
+    )
+
+
+def _plain(task: TaskSpec) -> dict[str, Any]:
+    """A task's JSON line: its fields, without the empty ones (`fail`, `reference`, nulls in
+    the check)."""
+    data = task.model_dump(mode="json")
+    data["check"] = {k: v for k, v in data["check"].items() if v is not None}
+    if data["check"].get("element"):
+        data["check"]["element"] = {
+            k: v for k, v in data["check"]["element"].items() if v is not None
+        }
+    return {k: v for k, v in data.items() if v not in (None, "", [], ())}
+
+
+def chosen(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The kept rows, one per (start URL, effect): the shortest demonstration, then the first
+    episode id (the same list from the same run)."""
+    best: dict[tuple[str, str], dict[str, Any]] = {}
+    order = sorted(rows, key=lambda r: (len(r["demo_steps"]), r["episode_id"]))
+    for row in order:
+        if row["kept"]:
+            best.setdefault((row["start_url"], row["effect"]), row)
+    return sorted(best.values(), key=lambda r: (r["site"], r["effect_kind"], r["synth_id"]))
+
+
+def card(rows: list[dict[str, Any]], kept: list[dict[str, Any]]) -> str:
+    """The task list's card: tasks by effect kind and site, candidates each proof step dropped."""
+    kinds = Counter(r["effect_kind"] for r in kept)
+    sites = Counter(r["site"] for r in kept)
+    dropped = Counter(r["dropped_at"] for r in rows if not r["kept"])
+    lines = [
+        "# Synthesised tasks",
+        "",
+        f"{len(kept)} tasks, one per (start URL, effect), from {len(rows)} candidates. Each "
+        "check is decided by a program (never a model); each was false at the start, true "
+        "after its demonstration on two sealed replays, and false on the final state of the "
+        "run's other episodes from the same start that did not act as it did.",
+        "",
+        "| effect kind | tasks |",
+        "|---|---|",
+        *[f"| {k} | {n} |" for k, n in sorted(kinds.items())],
+        "",
+        "| site | tasks |",
+        "|---|---|",
+        *[f"| {k or '(none)'} | {n} |" for k, n in sorted(sites.items())],
+        "",
+        "| dropped at | candidates |",
+        "|---|---|",
+        *[f"| {k} | {dropped.get(k, 0)} |" for k in PROOF_STEPS],
+        f"| no_words | {dropped.get('no_words', 0)} |",
+        f"| over_limit (annotation.tasks.per_episode) | {dropped.get('over_limit', 0)} |",
+        f"| duplicates of a kept (start URL, effect) | "
+        f"{sum(1 for r in rows if r['kept']) - len(kept)} |",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def export_tasks(source: str, to: str | None = None, endpoint_url: str | None = None) -> TaskExport:
+    """Write `tasks.jsonl` and `README.md` under `to` (default `<source>/exports/tasks`)."""
+    storage = open_storage(source, endpoint_url)
+    rows = [r for _, part in iter_committed(storage, "tasks") for r in part.to_pylist()]
+    kept = chosen(rows)
+    target = to or source.rstrip("/") + "/exports/tasks"
+    out = open_storage(target, endpoint_url)
+    text = "".join(json.dumps(_plain(task_line(r))) + "\n" for r in kept)
+    out.put("tasks.jsonl", text.encode())
+    out.put("README.md", card(rows, kept).encode())
+    return TaskExport(f"{target.rstrip('/')}/tasks.jsonl", len(kept), len(rows))

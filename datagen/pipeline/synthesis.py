@@ -1,0 +1,250 @@
+"""Task synthesis: a verified episode's effects, as tasks proven by sealed replays (issue 43).
+
+    verify.py (a minimal episode: its needed steps, its Replayer, the recording still there,
+      the observed path: the states before each needed step and after the last)
+      ─► effects between the start state and the state after each of the first k steps
+         (annotate/tasks.py) ─► candidates, each a check; those another episode of the shard
+         from the same start proved already are left out (no replay when none is left)
+      ─► one more replay, its states scanned at each point; the first of the shard for its
+         start observes the start twice, GAP_S apart ─► kept: false on every start state
+         (both replays', the later one), true after its demonstration on both replays, and
+         nothing in it that moved between the observations of the start or between the two
+         replays' states after the same steps
+      ─► TaskRow per candidate (kept, or the proof step that dropped it) on EpisodeOutcome.tasks
+    shard.py, once the shard's episodes ended: specific() ─► false on the final state of every
+      other episode from the same start that did not act on the demonstration's last element
+
+A check is decided on a scanned state by the same pure rule live and offline
+(records/state.py), so one scan per point decides every candidate. Replays are on fresh
+contexts answered from the episode's own recording (replay.py), so the site is never touched
+again. A task's demonstration is its first k needed steps, as the replay did them (a click
+where its element is on the replay's page): what a `scripted` run of the exported task
+replays.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass
+
+from datagen.annotate.tasks import Act, Effect, effects, instruction, mask, volatile
+from datagen.config import TasksConfig
+from datagen.pipeline.context import SynthMemo
+from datagen.pipeline.replay import Replayer, Screens
+from datagen.pipeline.rows import EpisodeOutcome, digest
+from datagen.records import Action, Click, Key, PageState, TaskRow, TaskSpec, TypeText, action_repr
+from datagen.url import strip_credentials
+
+# Between two observations of a start page: a clock or a counter that ticks each second or
+# faster shows in it (two replays' start states come at the same moment after the load, and
+# a counter that counts from the load reads the same in both). Paid once per start and shard.
+GAP_S = 1.5
+
+
+@dataclass
+class Candidate:
+    """An effect of the demonstration's first `k` steps, and why its proof dropped it."""
+
+    k: int
+    effect: Effect
+    dropped: str | None = None
+
+
+async def synthesise(
+    out: EpisodeOutcome,
+    task: TaskSpec,
+    replayer: Replayer,
+    path: Screens | None,
+    steps: tuple[int, ...],
+    config: TasksConfig,
+) -> None:
+    """Candidates from the needed `steps` of a minimal episode, proven (module docstring),
+    onto `out.tasks`; the time it took on `out.synth_ms`."""
+    began = time.perf_counter()
+    memo: SynthMemo = replayer.ctx.synth
+    start_url = strip_credentials(task.start_url)
+    # effects this episode is proving: the shard's other episodes from the start leave them
+    proven = memo.proven.setdefault(start_url, set())
+    claimed: set[str] = set()
+    kept: set[str] = set()
+    try:
+        if path is None or len(path.states) != len(steps) + 1:  # verify did not observe it
+            path = await replayer.replay(steps, judge=False, states=True)
+        if path is None or len(path.states) != len(steps) + 1:
+            return
+        found = _candidates(path.states, config, proven)
+        if not found:
+            return
+        claimed = {c.effect.key for c in found}
+        proven |= claimed
+        again = await _replay_again(replayer, steps, memo, start_url)
+        starts = _prove(found, path, again, memo.moved.get(start_url, set()))
+        rows = _rows(out, task, replayer, found, steps, path, config, starts)
+        kept = {r.effect for r in rows if r.kept}
+        out.tasks += rows
+    finally:
+        # what this episode claimed and did not prove, another episode may (the shard's
+        # episodes synthesise at once: a claim, not a proof, keeps two from one effect)
+        proven -= claimed - kept
+        out.synth_ms += (time.perf_counter() - began) * 1000
+
+
+async def _replay_again(
+    replayer: Replayer, steps: tuple[int, ...], memo: SynthMemo, start_url: str
+) -> Screens | None:
+    """The proof's second replay, its states scanned. The shard's first for `start_url`
+    observes the start twice, GAP_S apart, into `memo.moved`; the others (the shard's
+    episodes synthesise at once) wait for that instead of waiting GAP_S each."""
+    gauged = memo.gauged.get(start_url)
+    if gauged is not None:
+        again = await replayer.replay(steps, judge=False, states=True)
+        await gauged.wait()
+        return again
+    memo.gauged[start_url] = done = asyncio.Event()
+    try:
+        again = await replayer.replay(steps, judge=False, states=True, gap=GAP_S)
+        if again is not None and again.again is not None:
+            memo.moved[start_url] = volatile(again.states[0], again.again)
+        return again
+    finally:
+        done.set()  # a failed replay leaves no observation: what moved is then unknown
+
+
+def _candidates(states: list[PageState], config: TasksConfig, proven: set[str]) -> list[Candidate]:
+    """Each effect once, at the fewest steps that made it, of the configured kinds, but those
+    in `proven`."""
+    found: list[Candidate] = []
+    seen = set(proven)
+    for k in range(1, len(states)):
+        for effect in effects(states[0], states[0], states[k]):
+            if effect.kind in config.kinds and effect.key not in seen:
+                seen.add(effect.key)
+                found.append(Candidate(k, effect))
+    return found[: 4 * config.per_episode]  # the most telling (tasks.KINDS order per k)
+
+
+def _prove(found: list[Candidate], first: Screens, again: Screens | None, moved: set[str]) -> int:
+    """Mark each candidate with the first proof step it fails (None: proven). `first`: the
+    replay its effects were read from; `again`: a second replay, its states scanned at each
+    point; `moved`: what moved on the start page between two observations a gap apart.
+    Returns how many observations of the start state the kept ones are false on."""
+    starts = [first.states[0]]
+    if again is not None:
+        starts += [s for s in [*again.states[:1], again.again] if s is not None]
+        for mine, theirs in zip(first.states, again.states, strict=False):
+            moved = moved | volatile(mine, theirs)  # not the same after the same steps
+    for c in found:
+        if mask(c.effect.subject) in moved:
+            c.dropped = "volatile"
+        elif any(c.effect.check.holds_on(s) is not False for s in starts):
+            c.dropped = "holds_at_start"
+        elif c.effect.check.holds_on(first.states[c.k]) is not True:
+            c.dropped = "not_after_demo"
+        elif (
+            again is None
+            or len(again.states) <= c.k
+            or c.effect.check.holds_on(again.states[c.k]) is not True
+        ):
+            c.dropped = "not_again"
+    return len(starts)
+
+
+def _acts(replayer: Replayer, steps: tuple[int, ...]) -> list[Act]:
+    """The demonstration's steps as words need them (the element each acted on)."""
+    acts = []
+    for index in steps:
+        action, hit = replayer.actions[index], replayer.hits.get(index)
+        role, name = (hit.role, hit.name) if hit is not None else ("", "")
+        if isinstance(action, Click):
+            acts.append(Act("click", role, name))
+        elif isinstance(action, TypeText):
+            acts.append(Act("type", role, name, action.text))
+        elif isinstance(action, Key):
+            acts.append(Act("key", text=action.combo))
+        else:
+            acts.append(Act("other"))
+    return acts
+
+
+def _rows(
+    out: EpisodeOutcome,
+    task: TaskSpec,
+    replayer: Replayer,
+    found: list[Candidate],
+    steps: tuple[int, ...],
+    first: Screens,
+    config: TasksConfig,
+    starts: int,
+) -> list[TaskRow]:
+    start_url = strip_credentials(task.start_url)
+    done = first.acted
+    rows, kept = [], 0
+    for c in found:
+        demo = steps[: c.k]
+        words = instruction(c.effect, _acts(replayer, demo))
+        if c.dropped is None and words is None:
+            c.dropped = "no_words"
+        if c.dropped is None and kept >= config.per_episode:
+            c.dropped = "over_limit"
+        kept += c.dropped is None
+        actions: list[Action] = [done.get(i, replayer.actions[i]) for i in demo]
+        rows.append(
+            TaskRow(
+                **out.ids,
+                synth_id=digest(start_url, c.effect.key)[:16],
+                site=task.site,
+                start_url=start_url,
+                effect_kind=c.effect.kind,
+                effect=c.effect.key,
+                instruction=words or "",
+                check_json=c.effect.check.model_dump_json(exclude_none=True),
+                actions_json=json.dumps([a.model_dump() for a in actions]),
+                demo_steps=list(demo),
+                demo_descriptions=[action_repr(a) for a in actions],
+                kept=c.dropped is None,
+                dropped_at=c.dropped,
+                proof_replays=2 if c.dropped is None else 0,
+                false_on_start=starts if c.dropped is None else 0,
+            )
+        )
+    return rows
+
+
+def specific(outcomes: list[EpisodeOutcome]) -> None:
+    """Drop kept tasks whose check holds on the final state of another episode from the same
+    start that did not act on the demonstration's last element (it would reward not doing the
+    task); record the episodes each was false on."""
+    for o in outcomes:
+        for i, row in enumerate(o.tasks):
+            if not row.kept:
+                continue
+            last = o.hits.get(row.demo_steps[-1])
+            check = TaskSpec.model_validate(
+                {
+                    "id": "x",
+                    "start_url": "x",
+                    "instruction": "x",
+                    "check": json.loads(row.check_json),
+                }
+            ).check
+            assert check is not None
+            false_on, dropped = [], None
+            for p in outcomes:
+                if p is o or p.final_state is None or p.episode is None:
+                    continue
+                if p.episode.start_url != row.start_url:
+                    continue
+                if last is not None and any(
+                    (h.role, h.name) == (last.role, last.name) for h in p.hits.values()
+                ):
+                    continue  # it acted as the demonstration did: it may well have made the effect
+                if check.holds_on(p.final_state):
+                    dropped = "not_specific"
+                    break
+                false_on.append(p.ids["episode_id"])
+            update: dict[str, object] = {"false_on_episodes": false_on}
+            if dropped:
+                update |= {"kept": False, "dropped_at": dropped}
+            o.tasks[i] = row.model_copy(update=update)

@@ -1,0 +1,74 @@
+"""Task synthesis's pure parts (issue 43): effects between page states, and the proof's rule
+for what moves by itself (annotate/tasks.py, pipeline/synthesis.py)."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from datagen.annotate.tasks import effects
+from datagen.config import TasksConfig
+from datagen.config.stages import AnnotationConfig
+from datagen.observe.summary import synthesis_line
+from datagen.pipeline.replay import Screens
+from datagen.pipeline.synthesis import Candidate, _candidates, _prove
+from datagen.records import ElementState, PageState
+
+
+def state(text: str, *elements: ElementState, url: str = "http://a/") -> PageState:
+    return PageState(url=url, text=text, elements=elements)
+
+
+BOX = ElementState(role="checkbox", name="Buy milk", checked=False)
+TICKED = ElementState(role="checkbox", name="Buy milk", checked=True)
+
+
+def test_a_change_in_digits_alone_is_no_effect() -> None:
+    start = state("Visitors 100\nTodo", BOX, ElementState(role="button", name="Cart (2)"))
+    after = state(
+        "Visitors 198\nTodo\nSaved",
+        TICKED,
+        ElementState(role="button", name="Cart (3)"),
+    )
+    keys = {e.key for e in effects(start, start, after)}
+    assert keys == {"state:checkbox:Buy milk:checked:", "text:Saved"}
+
+
+def test_what_moved_between_observations_or_replays_is_dropped() -> None:
+    start = state("Time 10:00:01\nTodo", BOX)
+    after = state("Time 10:00:02\nTodo\nNext tick 4", TICKED)
+    found = _candidates([start, after], TasksConfig(), set())
+    assert {c.effect.key for c in found} == {"state:checkbox:Buy milk:checked:", "text:Next tick 4"}
+    # the second replay reads another tick after the same step: that line is not the effect
+    again = Screens(states=[start, state("Time 10:00:02\nTodo\nNext tick 5", TICKED)])
+    again.again = state("Time 10:00:03\nTodo", BOX)
+    starts = _prove(found, Screens(states=[start, after]), again, set())
+    assert starts == 3
+    assert {c.effect.key: c.dropped for c in found} == {
+        "state:checkbox:Buy milk:checked:": None,
+        "text:Next tick 4": "volatile",
+    }
+
+
+def test_an_effect_proven_by_another_episode_is_not_a_candidate_again() -> None:
+    start, after = state("Todo", BOX), state("Todo\nSaved", TICKED)
+    proven = {"state:checkbox:Buy milk:checked:"}
+    assert [c.effect.key for c in _candidates([start, after], TasksConfig(), proven)] == [
+        "text:Saved"
+    ]
+    lost = Candidate(1, effects(start, start, after)[0])
+    _prove([lost], Screens(states=[start, after]), None, set())
+    assert lost.dropped == "not_again"  # one replay is no proof
+
+
+def test_tasks_need_verification_a_clear_error() -> None:
+    with pytest.raises(ValidationError, match=r"annotation.tasks needs annotation.verify.*fix:"):
+        AnnotationConfig.model_validate({"verify": None, "tasks": {}})
+    assert AnnotationConfig.model_validate({"tasks": {}}).tasks is not None
+
+
+def test_the_summary_line_counts_kept_and_dropped_by_proof_step() -> None:
+    assert synthesis_line(100.0, 0.0, 0, {}) == ""
+    line = synthesis_line(200.0, 12.0, 5, {"holds_at_start": 2, "volatile": 3})
+    assert line.startswith("task synthesis: 10 tasks synthesised, 5 kept, dropped by proof ")
+    assert "volatile 3, holds_at_start 2" in line and "6.0% of session time" in line
