@@ -227,6 +227,14 @@ def hostname(url: str) -> str:
         return ""
 
 
+def query_of(url: str) -> str:
+    """The query of a URL, without its `?` ("" when it has none or does not parse)."""
+    try:
+        return urlsplit(url).query
+    except ValueError:
+        return ""
+
+
 def path_of(url: str) -> str:
     """The path of a URL ("" when it has none or does not parse)."""
     try:

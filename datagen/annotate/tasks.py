@@ -20,9 +20,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from datagen.records import ElementCheck, ElementState, PageState, SuccessCheck
+from datagen.url import path_of, query_of
 
 KINDS = ("state", "value", "url", "appeared", "text", "disappeared")  # most telling first
 DIGITS = re.compile(r"\d+")
@@ -88,11 +88,16 @@ def _unique(state: PageState) -> dict[tuple[str, str], ElementState]:
 
 def _url_part(before: str, after: str) -> str | None:
     """The part of `after`'s URL (path, else query) that `before`'s does not contain."""
-    b, a = urlsplit(before), urlsplit(after)
-    if a.path != b.path and a.path not in ("", "/"):
-        return a.path + (f"?{a.query}" if a.query else "")
-    if a.query and a.query != b.query and f"?{a.query}" not in before:
-        return f"?{a.query}"
+    b_path, a_path, b_query, a_query = (
+        path_of(before),
+        path_of(after),
+        query_of(before),
+        query_of(after),
+    )
+    if a_path != b_path and a_path not in ("", "/"):
+        return a_path + (f"?{a_query}" if a_query else "")
+    if a_query and a_query != b_query and f"?{a_query}" not in before:
+        return f"?{a_query}"
     return None
 
 

@@ -86,6 +86,9 @@ async def run_shard(shard: int, tasks: list[TaskSpec], ctx: ShardContext) -> Sha
         tables["steps"] += o.steps
         tables["grounding"] += o.grounding
         tables["rejects"] += o.rejects
+    synthesised = tables["tasks"]
+    if ctx.config.annotation.tasks is None:  # synthesis off: no tasks part (sink.write_shard)
+        del tables["tasks"]
     result = ShardResult(
         shard=shard,
         tasks=len(tasks),
@@ -102,8 +105,8 @@ async def run_shard(shard: int, tasks: list[TaskSpec], ctx: ShardContext) -> Sha
         tasks_with_episodes=len({e.task_id for e in tables["episodes"]}),
         **verification_figures(tables["episodes"]),
         synth_s=round(sum(o.synth_ms for o in outcomes) / 1000, 3),
-        tasks_synthesised=sum(1 for t in tables["tasks"] if t.kept),
-        tasks_dropped=dict(Counter(t.dropped_at for t in tables["tasks"] if t.dropped_at)),
+        tasks_synthesised=sum(1 for t in synthesised if t.kept),
+        tasks_dropped=dict(Counter(t.dropped_at for t in synthesised if t.dropped_at)),
     )
     await asyncio.to_thread(write_shard, ctx.storage, shard, tables, result)
     return result

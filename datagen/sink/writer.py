@@ -1,6 +1,6 @@
 """The sink: Parquet parts per shard and table, a completion marker last, a manifest at the end.
 
-    rows of one shard ─► write_shard() ─► <table>/part-<shard>.parquet ×5, then _markers/shard-<n>.json
+    rows of one shard ─► write_shard() ─► <table>/part-<shard>.parquet (×4; ×5 with tasks), then _markers/shard-<n>.json
     all markers        ─► finalize()    ─► _manifest.json, README.md (dataset card)
 
 Exactly-once by construction: part names are deterministic (a retried shard overwrites, never
@@ -101,9 +101,13 @@ def row_group_sizes(arrow: pa.Table, images: Sequence[str]) -> list[int]:
 def write_shard(
     storage: Storage, shard: int, tables: Mapping[str, Sequence[BaseModel]], stats: ShardResult
 ) -> Marker:
-    """Write one part per table, then the shard's marker. Returns the marker."""
+    """Write one part per table, then the shard's marker. Returns the marker. A table added
+    since the first schema (ADDED_TABLES: `tasks`) gets a part only when `tables` has it (the
+    stage that fills it is on): an output without it reads and writes as earlier ones did."""
     files = []
     for table in TABLES:
+        if table in ADDED_TABLES and table not in tables:
+            continue
         data, rows = parquet_bytes(table, tables.get(table, []))
         key = part_key(table, shard)
         storage.put(key, data)

@@ -27,6 +27,7 @@ from datagen.config import (
     PipelineConfig,
     RelabelConfig,
     RoleConfig,
+    TasksConfig,
     is_neutral,
     parse_pipeline,
 )
@@ -43,6 +44,7 @@ CHANGES: dict[tuple[type[BaseModel], str], list[Any]] = {
     (ClusterConfig, "address"): ["tcp://other.example:8786"],
     (ClusterConfig, "dashboard"): ["127.0.0.1:8788"],
     (Mind2WebSourceConfig, "start_urls"): [{"example": "https://example.com/"}],
+    (TasksConfig, "kinds"): [["url"]],
 }
 
 
