@@ -4,7 +4,8 @@
 #
 # By default it runs `-m "not slow and not soak"`: every test but the long scenarios (whole
 # multi-run cluster scenarios, Ctrl-C rounds, the 64-session run, TRL training) and the memory
-# soak; 6-9 minutes of tests on a loaded 2-core machine. CI runs the slow ones as its second step.
+# soak, on two pytest-xdist workers: about 9.5 minutes of tests on a quiet 2-core machine. CI
+# runs the slow ones as its second step.
 # Extra arguments go to pytest; with a -m of your own, or tests named by path, no default -m
 # is added:
 #   bash scripts/test.sh -m slow                     # the long scenarios only
@@ -17,11 +18,19 @@ bash scripts/setup.sh
 .venv/bin/ruff format --check --quiet datagen tests bench oracle
 .venv/bin/mypy datagen tests oracle
 default=(-m "not slow and not soak")
+# Two pytest-xdist workers, each test file whole on one of them (its module fixtures: a
+# browser, a cluster, a server, set up once): most tests wait on pages settling and servers
+# answering, so two at once take about two thirds of the time one after the other does
+# (15 min 8 s serial, 9 min 32 s so, quiet, 2 cores: docs/benchmarks.md). `-n 0`: one process.
+parallel=(-n 2 --dist loadfile)
 for arg in "$@"; do
   case "$arg" in
     -m | -m*) default=() ;;
+    -n | -n*) parallel=() ;;
     -*) ;;
     *) if [ -e "${arg%%::*}" ]; then default=(); fi ;;
   esac
 done
-exec .venv/bin/python -m pytest "${default[@]}" "$@"
+# a selection of your own (-m, or tests by path) runs in one process, as before
+if [ ${#default[@]} -eq 0 ]; then parallel=(); fi
+exec .venv/bin/python -m pytest "${default[@]}" "${parallel[@]}" "$@"
