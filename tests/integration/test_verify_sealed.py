@@ -15,8 +15,6 @@ server (issue 41):
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +24,7 @@ import pytest
 from aiohttp import WSMsgType, web
 
 from datagen.records import Click, SuccessCheck, TaskSpec
+from tests.aioserve import LoopServer
 from tests.helpers import Local, ReadyPlugin, make_config, read, set_up
 from tests.integration.test_verify_site import STYLE, samples, steps_of
 
@@ -84,7 +83,7 @@ body.active li.done{display:none}</style>
 """
 
 
-class Shop:
+class Shop(LoopServer):
     """The module's pages on an aiohttp server of its own loop, and what reached it."""
 
     def __init__(self) -> None:
@@ -92,19 +91,13 @@ class Shop:
         self.contexts: dict[str, set[str]] = {}  # channel -> the ctx cookies its requests had
         self.carts: dict[str, int] = {}
         self.orders = 0
-        self.loop = asyncio.new_event_loop()
-        self.port = 0
-        ready = threading.Event()
-        threading.Thread(target=self._serve, args=(ready,), daemon=True).start()
-        ready.wait(10)
+        super().__init__()
 
     @property
     def origin(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def _serve(self, ready: threading.Event) -> None:
-        asyncio.set_event_loop(self.loop)
-        app = web.Application()
+    def routes(self, app: web.Application) -> None:
         pages = {"/side": SIDE, "/agree": AGREE, "/list": LIST}
         for path, body in pages.items():
             app.router.add_get(path, self._page(body))
@@ -115,13 +108,6 @@ class Shop:
         app.router.add_get("/cart", self._cart)
         app.router.add_post("/add", self._add)
         app.router.add_post("/buy", self._buy)
-        self.runner = web.AppRunner(app)
-        self.loop.run_until_complete(self.runner.setup())
-        site = web.TCPSite(self.runner, "127.0.0.1", 0)
-        self.loop.run_until_complete(site.start())
-        self.port = site._server.sockets[0].getsockname()[1]
-        ready.set()
-        self.loop.run_forever()
 
     def _seen(self, channel: str, request: web.Request) -> None:
         self.hits[channel] += 1
@@ -181,10 +167,6 @@ class Shop:
         self.carts[sid] = 0
         self.orders += 1
         return web.Response(text=f"<p>Order placed: #{self.orders}</p>", content_type="text/html")
-
-    def close(self) -> None:
-        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,6 @@ this module's own server.
 
 from __future__ import annotations
 
-import asyncio
 import io
 import threading
 from collections.abc import Iterator
@@ -34,6 +33,7 @@ from datagen.export.source import read_shard
 from datagen.records import Click, SuccessCheck, TaskSpec
 from datagen.sink.storage import LocalStorage
 from datagen.sink.writer import read_markers
+from tests.aioserve import LoopServer
 from tests.helpers import Local, ReadyPlugin, make_config, read, set_up
 
 pytestmark = pytest.mark.browser
@@ -444,31 +444,18 @@ def test_task_samples_show_the_minimal_paths_own_screens(
     assert all(explore_notes), explore_notes
 
 
-class Sockets:
+class Sockets(LoopServer):
     """An aiohttp server on its own loop: `/` a page that sends "hello" over a WebSocket on
     load and shows the answer; `/ws` counts connections and messages."""
 
     def __init__(self) -> None:
         self.connections = 0
         self.messages = 0
-        self.loop = asyncio.new_event_loop()
-        self.port = 0
-        ready = threading.Event()
-        threading.Thread(target=self._serve, args=(ready,), daemon=True).start()
-        ready.wait(10)
+        super().__init__()
 
-    def _serve(self, ready: threading.Event) -> None:
-        asyncio.set_event_loop(self.loop)
-        app = web.Application()
+    def routes(self, app: web.Application) -> None:
         app.router.add_get("/", self._page)
         app.router.add_get("/ws", self._socket)
-        self.runner = web.AppRunner(app)
-        self.loop.run_until_complete(self.runner.setup())
-        site = web.TCPSite(self.runner, "127.0.0.1", 0)
-        self.loop.run_until_complete(site.start())
-        self.port = site._server.sockets[0].getsockname()[1]
-        ready.set()
-        self.loop.run_forever()
 
     async def _page(self, request: web.Request) -> web.Response:
         page = f"""<!doctype html><title>socket</title>{STYLE}
@@ -488,10 +475,6 @@ ws.onmessage = (m) => {{ document.getElementById('said').textContent = m.data; }
                 self.messages += 1
                 await socket.send_str(f"heard {message.data}")
         return socket
-
-    def close(self) -> None:
-        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
 
 
 def test_replays_never_open_a_websocket_to_the_site(
