@@ -60,6 +60,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 PAGES = FIXTURES / "pages"
 DOCKERFILE = REPO / "deploy" / "Dockerfile"
 TABLES = ("episodes", "steps", "grounding", "rejects")
+ADDED_TABLES = ("tasks",)  # written only by runs with the stage that fills it
 # Chromium's switches for a test's own browser (an oracle beside datagen's): root needs no
 # sandbox, and the rest keep it off the closed network.
 CHROMIUM_ARGS = [
@@ -331,7 +332,9 @@ def check_dataset(out: Path, width: int, height: int) -> dict[str, list[Row]]:
     """What every run's output must satisfy; returns the tables' rows."""
     manifest = json.loads((out / "_manifest.json").read_text())
     assert manifest["complete"] and not manifest["shards"]["missing"]
-    tables = {t: rows(out, t) for t in TABLES}
+    # the tables of every output, and `tasks` where task synthesis was on (annotation.tasks)
+    present = [*TABLES, *(t for t in ADDED_TABLES if (out / t).is_dir())]
+    tables = {t: rows(out, t) for t in present}
     for table, table_rows in tables.items():
         assert manifest["tables"][table]["rows"] == len(table_rows)
         assert len({r["run_id"] for r in table_rows} | {manifest["run_id"]}) == 1
@@ -348,7 +351,7 @@ def check_dataset(out: Path, width: int, height: int) -> dict[str, list[Row]]:
         assert 0 <= x1 < x2 <= width and 0 <= y1 < y2 <= height and g["referring_expression"]
     card = yaml.safe_load((out / "README.md").read_text().split("---")[1])
     info = {c["config_name"]: c for c in card["dataset_info"]}
-    filled = [t for t in TABLES if tables[t]]  # a table without rows has no config
+    filled = [t for t in present if tables[t]]  # a table without rows has no config
     assert list(info) == filled
     for table in filled:
         assert info[table]["splits"][0]["num_examples"] == len(tables[table])
