@@ -244,10 +244,11 @@ class Replayer:
         image = ImageData(bytes=obs.screenshot, path=f"path-{index:03d}.{obs.image_format}")
         # the episode's target (typing's field, a key's) as found on this screen
         was = self.hits.get(index)
-        target = find(obs.elements, was) if was is not None else None
+        element = find(obs.elements, was) if was is not None else None
+        target = element
         if isinstance(action, Click):
             target = None  # where the click lands on this screen (describe finds it)
-            if was is not None and (element := find(obs.elements, was)) is not None:
+            if element is not None:
                 scale = obs.device_scale_factor
                 if element_under(obs.elements, action.x / scale, action.y / scale) is not element:
                     # the click goes to the element's centre here (_target): say so

@@ -196,8 +196,7 @@ async def _search(
         result.status = "full"
         return
     if len(steps) == 1:
-        why = "; ".join(replayer.divergences[-1:]) or "its check did not pass again"
-        result.note = f"a replay of its action on a fresh context did not reproduce: {why}"
+        result.note = _not_reproduced(replayer, "its action")
         return
 
     def stop() -> str | None:
@@ -211,8 +210,7 @@ async def _search(
     start, stopped = await _suffix(replayer, steps, stop)
     if start is None:  # not even all of them passed: nothing to say of its steps
         if stopped is None:
-            why = "; ".join(replayer.divergences[-1:]) or "its check did not pass again"
-            result.note = f"a replay of all its actions on a fresh context did not reproduce: {why}"
+            result.note = _not_reproduced(replayer, "all its actions")
         else:
             result.cut(replayer, stopped)
         return
@@ -224,6 +222,12 @@ async def _search(
         kept, stopped = await _prove(replayer, kept, stop)
     result.kept = set(kept)
     result.settle(replayer, stopped)
+
+
+def _not_reproduced(replayer: Replayer, what: str) -> str:
+    """The note of an episode no replay reproduced: the last divergence, if there was one."""
+    why = "; ".join(replayer.divergences[-1:]) or "its check did not pass again"
+    return f"a replay of {what} on a fresh context did not reproduce: {why}"
 
 
 async def _suffix(
