@@ -1,9 +1,10 @@
 """One replay of some of a solved episode's steps, sealed (replay verification, verify.py).
 
-Replayer.passes(steps) ─► a fresh context whose only way out is a SealedProxy (seal.py),
-    its requests answered by a ReplayRouter (router.py) ─► the start URL, the steps, each
-    on the episode's element (role, name, position among equals) ─► the fail and success
-    checks ─► passed or not; what it asked of the network counted (`requests`)
+Replayer.passes(steps) ─► a context as new as a fresh one whose only way out is a
+    SealedProxy (sandbox.py, seal.py), its requests answered by a ReplayRouter (router.py)
+    ─► the start URL, the steps, each on the episode's element (role, name, position among
+    equals) ─► the fail and success checks ─► passed or not; what it asked of the network
+    counted (`requests`)
 """
 
 from __future__ import annotations
@@ -11,20 +12,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from datagen.annotate.describe import describe, element_under
 from datagen.browser.consent import answer_consent
 from datagen.browser.failures import BROWSER_FAILURES, BrowserDied
-from datagen.browser.seal import SealedProxy
 from datagen.browser.session import Session
 from datagen.browser.triage import run_check
 from datagen.pipeline.context import ShardContext
 from datagen.pipeline.recording import Recording
 from datagen.pipeline.router import ReplayRouter
 from datagen.pipeline.rows import EpisodeOutcome, Hit
+from datagen.pipeline.sandbox import ReplayContext, Requests
 from datagen.pipeline.straggler import StragglerWatch
 from datagen.records import (
     Action,
@@ -68,12 +68,15 @@ class Replayer:
     ) -> None:
         self.task, self.start_url, self.actions, self.ctx = task, start_url, actions, ctx
         self.hits = out.hits  # step index -> the element its click landed on (typing's field)
+        # the episode's consent dialog, answered (None: it met none, and a replay asks nothing)
+        self.consent = out.episode.consent_action if out.episode is not None else None
         self.recording = Recording.load(out.recording) if out.recording else Recording()
         config = ctx.config.annotation.verify
         self.live = frozenset(config.live if config is not None else ())
         self.replays = 0
-        # (fate, kind, method, host) -> requests, over every replay (router.py, seal.py)
-        self.requests: Counter[tuple[str, str, str, str]] = Counter()
+        recorded = [url for _, url in self.recording.safe] + [e.url for e in self.recording.writes]
+        agent = ctx.config.run.hosts.user_agent
+        self.sandbox = ReplayContext(ctx.host, self.live, [start_url, *recorded], agent)
         self.divergences: list[str] = []
         self.passed: list[tuple[int, ...]] = []  # step sets that passed, in the order found
         self.longest = 0.0  # the slowest replay so far (s): what the observed path may need
@@ -82,6 +85,16 @@ class Replayer:
         self.watch: StragglerWatch | None = None
         self.states = False  # the replay in progress records its states (`replay`)
         self.gap = 0.0  # and the start state a second time, this many seconds later
+
+    @property
+    def requests(self) -> Requests:
+        """(fate, kind, method, host) -> requests, over every replay (router.py, seal.py); whole
+        once `close` has run."""
+        return self.sandbox.requests
+
+    async def close(self) -> None:
+        """Close the replays' context (what fires as it closes is refused and counted)."""
+        await self.sandbox.close()
 
     async def passes(self, steps: Sequence[int]) -> bool:
         """Does the check pass after replaying `steps` (step indices, in order)? A replay of
@@ -114,34 +127,21 @@ class Replayer:
         None."""
         ctx = self.ctx
         router = ReplayRouter(self.recording, self.live)
-        seal = SealedProxy(self.live, ctx.host.guard)
         try:
-            async with seal, ctx.host.session(proxy=seal.settings()) as session:
-                await session.context.route("**/*", router.handle)  # before the first request
-                await session.context.route_web_socket("**/*", router.socket)
-                session.watch_documents()
-                if ctx.config.run.hosts.user_agent:  # as the episode's load had it
-                    agent = {"userAgent": ctx.config.run.hosts.user_agent}
-                    await session.cdp.send("Network.setUserAgentOverride", agent)
-                await session.goto(self.start_url)
-                # the consent dialog answered as the episode had it answered: a banner left
-                # up covers the page's foot, and clicks there would land on it
+            session = await self.sandbox.start(router)
+            await session.goto(self.start_url)
+            # the consent dialog answered as the episode had it answered: a banner left up
+            # covers the page's foot, and clicks there would land on it
+            if self.consent is not None:
                 await answer_consent(session, ctx.config.browser.consent)
-                self.states, self.gap = states, gap
-                return await self._run(session, steps, router, observe, judge)
+            self.states, self.gap = states, gap
+            return await self._run(session, steps, router, observe, judge)
         except (*BROWSER_FAILURES, TimeoutError) as exc:
+            await self.sandbox.close()  # a context a failure went through is not reused
             if not ctx.host.connected:
                 raise BrowserDied(f"browser closed while replaying task {self.task.id}") from None
             log.info("replay failed: %s", exc, extra={"task_id": self.task.id})
             return None
-        finally:
-            self.requests.update(router.requests)
-            for key, n in seal.refused.items():  # what the routes never saw (workers, beacons)
-                method, host = key.split(" ", 1)
-                self.requests[("refused", "unrouted", method, host)] += n
-            for key, n in seal.passed.items():
-                method, host = key.split(" ", 1)
-                self.requests[("live", "unrouted", method, host)] += n
 
     async def _run(
         self,
@@ -190,15 +190,17 @@ class Replayer:
             if await self._failed(session, f"before step {index}"):
                 return None
             action = self.actions[index]
-            if observe:
-                await self._observe(session, index, path, action)
+            elements: Sequence[Element] | None = None
+            if observe:  # its scan is the page the click is aimed on: no second one
+                elements = await self._observe(session, index, path, action)
             elif self.states:  # what checks read, without a screenshot (task synthesis)
                 path.states.append(await session.state())
                 if self.gap and len(path.states) == 1:
                     await asyncio.sleep(self.gap)
                     path.again = await session.state()
             if isinstance(action, Click) and index in self.hits:
-                elements, _, _ = await session.elements()
+                if elements is None:
+                    elements, _, _ = await session.elements()
                 scale = session.config.device_scale_factor
                 moved = self._target(elements, index, action, scale)
                 if moved is None:
@@ -239,7 +241,10 @@ class Replayer:
             return None
         return Click(x=x * scale, y=y * scale)
 
-    async def _observe(self, session: Session, index: int, path: Screens, action: Action) -> None:
+    async def _observe(
+        self, session: Session, index: int, path: Screens, action: Action
+    ) -> Sequence[Element]:
+        """The screen before step `index` into `path`; its elements."""
         obs = await session.observe()
         image = ImageData(bytes=obs.screenshot, path=f"path-{index:03d}.{obs.image_format}")
         # the episode's target (typing's field, a key's) as found on this screen
@@ -259,6 +264,7 @@ class Replayer:
         words = describe(obs, Decision(action=action, target=target))
         path.steps[index] = (image, words, obs.url)
         path.states.append(await _state(session, obs))
+        return obs.elements
 
     async def _failed(self, session: Session, when: str) -> bool:
         """Did the task's `fail` check pass (as in the episode: solved by nothing after it)?"""

@@ -10,7 +10,8 @@ only to the steps shown needed here (annotation.verify).
 
 How: the episode's actions that went through (no action error: a step not taken, or one that
 led off the scope and was undone, is left out from the start) are replayed from the start URL
-on a fresh browser context of the same worker (its consent dialog answered as the episode's
+on a browser context of the same worker as new as a fresh one (sandbox.py: one context for
+all of an episode's replays, wiped between them; its consent dialog answered as the episode's
 was), each after the page settles, and the check is asked at the end. First the last action
 alone (most explore successes are one click); else all of them (does the success reproduce at
 all?); then the shortest passing suffix, doubling (the last 2, 4, … actions: "the last steps
@@ -175,6 +176,8 @@ async def _verify(out: EpisodeOutcome, task: TaskSpec, ctx: ShardContext) -> Non
         )
     except Straggling as exc:
         result.cut(replayer, f"the straggler watch ended it: {exc}")
+    finally:
+        await replayer.close()  # before its requests are written: what fires at close counts
     _write(out, result, replayer, began)
 
 
