@@ -4,19 +4,21 @@
         a SealedProxy (browser/seal.py), every request routed to the replay's ReplayRouter;
         later: the same context, its page sent to about:blank and its state wiped ─► Session
 
-Why one context: a fresh context costs a renderer process, its start and its teardown, about
-half of a short replay's CPU (docs/benchmarks.md, "Verification"), and verification makes
-several replays per episode. Why it is as good as a fresh one: before each replay after the
-first, the page leaves for about:blank (its scripts, timers and workers end; what it sends on
-the way out meets the last replay's routes, refused and counted), then every cookie goes, every
-origin the episode's recording answered for has its storage cleared (local and session
-storage, IndexedDB, Cache Storage, …), the HTTP cache is emptied, the tab's history is reset
-(a replayed Back cannot reach a page of an earlier replay) and `window.name` is blanked. The
-replay's page can only have loaded documents of those origins: whatever else it asked for was
-refused. With `annotation.verify.live` hosts a replay reaches real origins whose storage the
-recording does not name: each replay then gets a context of its own, as before.
+Why one context: a new context costs a renderer process, its start and its teardown (on the
+todo app, a wiped context's start took 0.3-0.6 s where a new one took 1-2.5 s, on 2 loaded
+cores), and verification makes several replays per episode. Why it is as good as a new one:
+before each replay after the first, the page leaves for about:blank (its scripts, timers and
+workers end; a beacon it sends on the way out goes past the routes to the seal, refused and
+counted), then every cookie goes, every origin the episode's recording answered for has its
+storage cleared (local and session storage, IndexedDB, Cache Storage, …), the HTTP cache is
+emptied, the tab's history is reset (a replayed Back cannot reach a page of an earlier replay),
+`window.name` is blanked, and the next observation may wait as a first one does
+(`first_settle_timeout_ms`). The replay's page can only have loaded documents of those origins:
+whatever else it asked for was refused. With `annotation.verify.live` hosts a replay reaches
+real origins whose storage the recording does not name: each replay then gets a context of its
+own, as before. A context a failure went through (a crash, a timeout) is closed, not reused.
 
-The proxy outlives the context (it is closed after it): a beacon at close is refused there.
+The proxy outlives the context (it is closed after it): what fires at close meets it.
 """
 
 from __future__ import annotations
@@ -135,6 +137,7 @@ class ReplayContext:
             await session.cdp.send("Page.resetNavigationHistory")
         except Exception:  # a crashed page, a closed context: never reused
             return False
+        session.camera.observed = 0  # its next observation is a first one, as on a new page
         return True
 
     async def _handle(self, route: Route, request: Request) -> None:
