@@ -96,20 +96,23 @@ class Replayer:
         """Close the replays' context (what fires as it closes is refused and counted)."""
         await self.sandbox.close()
 
-    async def passes(self, steps: Sequence[int]) -> bool:
+    async def passes(self, steps: Sequence[int], likely: bool = True) -> bool:
         """Does the check pass after replaying `steps` (step indices, in order)? A replay of
         at most OBSERVED_UP_TO steps is observed as it goes (`screens`): most minimal paths are
-        one or two steps, and their screens then cost no replay of their own."""
+        one or two steps, and their screens then cost no replay of their own. Not one the
+        search expects to fail (`likely` False: a proof that a step is needed), whose
+        screens would be thrown away."""
         key = tuple(sorted(steps))
         if key not in self.seen:
             self.replays += 1
             began = time.perf_counter()
-            path = await self.replay(key, observe=len(key) <= OBSERVED_UP_TO)
+            observe = likely and len(key) <= OBSERVED_UP_TO
+            path = await self.replay(key, observe=observe)
             self.seen[key] = path is not None
             self.longest = max(self.longest, time.perf_counter() - began)
             if path is not None:
                 self.passed.append(key)
-                if len(key) <= OBSERVED_UP_TO:
+                if observe:
                     self.screens[key] = path
         return self.seen[key]
 

@@ -27,7 +27,7 @@ class Rule:
         self.divergences: list[str] = []
         self.asked: list[tuple[int, ...]] = []
 
-    async def passes(self, steps: Sequence[int]) -> bool:
+    async def passes(self, steps: Sequence[int], likely: bool = True) -> bool:
         key = tuple(sorted(steps))
         if key not in self.seen:
             self.replays += 1
