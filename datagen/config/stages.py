@@ -67,15 +67,15 @@ class RelabelConfig(RoleConfig):
 
 
 class VerifyConfig(Section):
-    """Replay verification of solved episodes: on fresh browser contexts of the same worker,
-    the episode's actions are replayed from its start URL, leaving steps out, to find the ones
+    """Replay verification of solved episodes: on a browser context of the same worker, wiped
+    before each replay to be as new as a fresh one, the episode's actions are replayed from its start URL, leaving steps out, to find the ones
     its task needs (`needed` on steps). Only those carry the task's instruction in exports."""
 
     max_replays: int = Field(
         12,
         ge=2,
         le=200,
-        description="replays per solved episode at most (each: a fresh context, the start URL, "
+        description="replays per solved episode at most (each: a wiped context, the start URL, "
         "some of its actions, the check); past it, the steps no replay decided have needed = "
         "null and the episode is reduced (no task-labelled samples). One more replay, of the "
         "minimal path found, takes its screenshots for the task's samples",
