@@ -29,6 +29,7 @@ from datagen.export.labels import standin
 from datagen.export.options import ExportOptions
 from datagen.export.parquet import IMAGE
 from datagen.export.source import Row, ShardData
+from datagen.export.synth import rl_synth
 from datagen.export.system import system_text
 from datagen.export.tally import Samples
 from datagen.export.trajectory import STEP, image_size, trajectory
@@ -60,6 +61,9 @@ SCHEMA = pa.schema(
         ("image_height", pa.int64()),
         ("model_image_width", pa.int64()),
         ("model_image_height", pa.int64()),
+        ("synth_task_id", pa.string()),
+        ("check", pa.string()),
+        ("fail", pa.string()),
     ]
 )
 
@@ -115,6 +119,7 @@ def rl_samples(shard: ShardData, options: ExportOptions) -> Samples:
                 "model_image_height": frame.model_height,
             }
         )
+    out += rl_synth(shard, options, tally, lambda f: system_text(options.syntax, f))
     return Samples(out, tally)
 
 

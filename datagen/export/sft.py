@@ -32,6 +32,7 @@ from datagen.export.labels import Labelled, accepted_relabel, plan, standin_rela
 from datagen.export.options import ExportOptions
 from datagen.export.parquet import IMAGE
 from datagen.export.source import Row, ShardData
+from datagen.export.synth import sft_synth
 from datagen.export.system import system_text
 from datagen.export.tally import Samples
 
@@ -67,6 +68,7 @@ SCHEMA = pa.schema(
         ("status", pa.string()),
         ("failure_category", pa.string()),
         ("url", pa.string()),
+        ("synth_task_id", pa.string()),
     ]
 )
 # The JSONL companion: everything but the image bytes (`images` become their paths).
@@ -120,6 +122,7 @@ def sft_samples(shard: ShardData, options: ExportOptions) -> Samples:
         steps = shard.steps_by_episode.get(episode["episode_id"], [])
         for labelled in plan(episode, steps, options, tally):
             out.append(_sample(episode, labelled, options))
+    out += sft_synth(shard, options, tally, _sample)  # synthesised tasks' demonstrations
     return Samples(out, tally)
 
 
