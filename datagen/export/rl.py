@@ -13,6 +13,9 @@ the reward is about the task. Per-step records are in `steps` (with `needed` whe
 verification ran), screenshots in `images`, and `system` is the system turn (the action tool or
 functions and the screen size) a policy acting in this rollout would be prompted with.
 
+A run's synthesised tasks add a group each (`synth.py`): the demonstration and the episodes
+its check was false on, with the check (`check`, `fail`) that rewards a rollout.
+
 A rollout with any step chosen by datagen's model stand-in is left out (`left_out.standin_episode`
 in the tally) unless `--allow-standin`.
 """

@@ -106,7 +106,9 @@ def export_output(
     }
     chosen = splits.plan(tied.values(), state.split)
     state = state.model_copy(update={"split": splits.with_clusters(state.split, chosen)})
-    synthesised = by_shard(src) if options.format in SYNTH_FORMATS else {}
+    synthesised: dict[int, list[Row]] = {}
+    if options.format in SYNTH_FORMATS:  # each (start URL, effect) once, over every export
+        synthesised = by_shard(src, frozenset(markers) - frozenset(todo))
     for shard in todo:
         data = read_shard(src, markers[shard], run.run_id)
         data.tasks = synthesised.get(shard, [])

@@ -15,7 +15,8 @@ its check accepted), `all` (failures too, each with its `failure_category`). Whi
 each step gets, and which earlier steps it shows, is `labels.plan`'s: the task's only on a
 needed step of a replay-verified episode (history: the earlier needed steps), the accepted
 relabel on every step of its episode (`--instruction relabeled`), the step's own description
-everywhere else (`instruction_source` says which).
+everywhere else (`instruction_source` says which). A run's synthesised tasks add their
+demonstrations (`synth.py`: `instruction_source` synthesised, `synth_task_id`).
 """
 
 from __future__ import annotations

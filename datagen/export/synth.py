@@ -38,17 +38,21 @@ DONE = json.dumps({"type": "done", "answer": ""})
 Sampler = Callable[[Row, Labelled, ExportOptions], Row]
 
 
-def by_shard(storage: Storage) -> dict[int, list[Row]]:
+def by_shard(storage: Storage, exported: frozenset[int] = frozenset()) -> dict[int, list[Row]]:
     """The output's synthesised tasks as the tasks export keeps them (one per (start URL,
-    effect), across shards), by the shard of the episode each came from."""
+    effect), across shards), by the shard of the episode each came from. A (start URL,
+    effect) kept in a shard `exported` already (an earlier export of this folder took one of
+    them then) is not given again by a shard committed since."""
     rows = [
         {**r, "shard": shard}
         for shard, part in iter_committed(storage, "tasks")
         for r in part.to_pylist()
     ]
+    done = {(r["start_url"], r["effect"]) for r in rows if r["kept"] and r["shard"] in exported}
     out: dict[int, list[Row]] = {}
     for row in chosen(rows):
-        out.setdefault(row["shard"], []).append(row)
+        if (row["start_url"], row["effect"]) not in done:
+            out.setdefault(row["shard"], []).append(row)
     return out
 
 

@@ -85,39 +85,33 @@ def task_row(task: Task, synth_id: str, demo: list[int], **more: object) -> Task
     )
 
 
+def commit(storage: LocalStorage, shard: int, task: Task, demo: list[int], **more: object) -> None:
+    """A shard of `task`'s two repeats with one synthesised task from its first."""
+    tables: dict[str, list[object]] = {"episodes": [], "steps": [], "grounding": [], "rejects": []}
+    for repeat in (0, 1):
+        episode, steps, _ = _episode(task, repeat)
+        tables["episodes"].append(episode)
+        tables["steps"] += steps
+    tables["tasks"] = [task_row(task, "s1", demo, **more)]
+    write_shard(storage, shard, tables, shard_stats(shard))  # type: ignore[arg-type]
+
+
 def synth_output(tmp_path: Path) -> Path:
     """Two shards: the first task's demonstration (step 0, with a fail check and a write) and,
     in the second shard, the same (start URL, effect) found again with a longer one."""
-    first, second = Task("form", "a"), Task("form", "b")
     out = write_run(tmp_path / "out", [])
     storage = LocalStorage(out)
-    for shard, (task, demo, more) in enumerate(
-        [
-            (
-                first,
-                [0],
-                {
-                    "false_on_episodes": ["form-a-1"],
-                    "fail_json": json.dumps({"text_present": "You must agree to the terms"}),
-                    "fail_episodes": ["form-a-1"],
-                    "writes": ["0 POST /form/send"],
-                },
-            ),
-            (second, [0, 1], {}),
-        ]
-    ):
-        tables: dict[str, list[object]] = {
-            "episodes": [],
-            "steps": [],
-            "grounding": [],
-            "rejects": [],
-        }
-        for repeat in (0, 1):
-            episode, steps, _ = _episode(task, repeat)
-            tables["episodes"].append(episode)
-            tables["steps"] += steps
-        tables["tasks"] = [task_row(task, "s1", demo, **more)]
-        write_shard(storage, shard, tables, shard_stats(shard))  # type: ignore[arg-type]
+    commit(
+        storage,
+        0,
+        Task("form", "a"),
+        [0],
+        false_on_episodes=["form-a-1"],
+        fail_json=json.dumps({"text_present": "You must agree to the terms"}),
+        fail_episodes=["form-a-1"],
+        writes=["0 POST /form/send"],
+    )
+    commit(storage, 1, Task("form", "b"), [0, 1])
     return out
 
 
@@ -186,3 +180,14 @@ def test_the_run_report_has_the_synthesis_section(tmp_path: Path) -> None:
     write_report(storage, Timeline(client=None), finalize(storage, [0, 1]), {}, 1.0)
     html = (out / "_report.html").read_text()
     assert "synthesised tasks (annotation.tasks)" in html and "2 kept of 2 candidates" in html
+
+
+def test_a_task_exported_once_is_not_given_again_by_a_later_shard(tmp_path: Path) -> None:
+    out = write_run(tmp_path / "out", [])
+    storage = LocalStorage(out)
+    commit(storage, 0, Task("form", "b"), [0, 1])  # found first with a longer demonstration
+    export_output(str(out), parse_options("sft"), to=str(tmp_path / "sft"))
+    commit(storage, 1, Task("form", "a"), [0])  # then with a shorter one, committed since
+    export_output(str(out), parse_options("sft"), to=str(tmp_path / "sft"))
+    samples = [r for r in rows(tmp_path / "sft") if r["synth_task_id"]]
+    assert {r["episode_id"] for r in samples} == {"form-b-0"} and len(samples) == 2
