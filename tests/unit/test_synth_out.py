@@ -4,14 +4,18 @@ report, on an output written without a browser (tests/unit/synthetic_run.py)."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
+from rich.console import Console
 
 from datagen.annotate.failure import fail_check, failure_lines
 from datagen.export import export_output, parse_options
 from datagen.export.tasks import export_tasks
+from datagen.observe.outcome import RunSummary
+from datagen.observe.summary import show_summary
 from datagen.observe.synth import synthesis_html
 from datagen.pipeline.recording import Entry, Recording
 from datagen.pipeline.replay import Screens
@@ -191,3 +195,34 @@ def test_a_task_exported_once_is_not_given_again_by_a_later_shard(tmp_path: Path
     export_output(str(out), parse_options("sft"), to=str(tmp_path / "sft"))
     samples = [r for r in rows(tmp_path / "sft") if r["synth_task_id"]]
     assert {r["episode_id"] for r in samples} == {"form-b-0"} and len(samples) == 2
+
+
+def test_the_run_summary_line_sums_every_shard_of_the_run(tmp_path: Path) -> None:
+    out = synth_output(tmp_path)
+    manifest = finalize(LocalStorage(out), [0, 1])
+    results = [
+        shard_stats(0).model_copy(
+            update={
+                "session_s": 60.0,
+                "synth_s": 3.0,
+                "tasks_synthesised": 2,
+                "tasks_dropped": {"not_again": 1},
+            }
+        ),
+        shard_stats(1).model_copy(
+            update={
+                "session_s": 40.0,
+                "synth_s": 2.0,
+                "tasks_synthesised": 3,
+                "tasks_dropped": {"not_again": 2, "volatile": 1},
+            }
+        ),
+    ]
+    console = Console(record=True, width=400)
+    summary = RunSummary(manifest=manifest, results=results, seconds=1.0)
+    show_summary(console, Console(file=io.StringIO()), summary, tasks=2)
+    text = console.export_text()
+    assert (
+        "task synthesis: 9 tasks synthesised, 5 kept, dropped by proof step: not_again 3, " in text
+    )
+    assert "volatile 1 (5.0% of session time, 5.0 s;" in text
