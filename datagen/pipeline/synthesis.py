@@ -12,7 +12,13 @@
          replays' states after the same steps
       ─► TaskRow per candidate (kept, or the proof step that dropped it) on EpisodeOutcome.tasks
     shard.py, once the shard's episodes ended: specific() ─► false on the final state of every
-      other episode from the same start that did not act on the demonstration's last element
+      other episode from the same start that did not act on the demonstration's last element;
+      a `fail` check from a failure message those that did act on it without the effect showed
+      (annotate/failure.py)
+
+Each task also records the writes its demonstration sent (`TaskRow.writes`): the replay
+repeats the episode's state-changing requests in order, so those between two of its states
+(`Screens.writes`) are that step's.
 
 A check is decided on a scanned state by the same pure rule live and offline
 (records/state.py), so one scan per point decides every candidate. Replays are on fresh
