@@ -23,4 +23,6 @@ __version__ = "0.1.0"
 # 1.5: episodes.verify_requests (every request of the replays, by fate, kind, method and host);
 # steps.needed null for steps a reduced verification never decided (added columns only)
 # 1.6: the tasks table (synthesised tasks, issue 43); SuccessCheck's element kind (added only)
-SCHEMA_VERSION = "1.6"
+# 1.7: tasks.fail_json, fail_episodes and writes (a synthesised task's fail check and the
+# writes its demonstration sent) (added columns only)
+SCHEMA_VERSION = "1.7"

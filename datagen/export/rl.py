@@ -13,6 +13,9 @@ the reward is about the task. Per-step records are in `steps` (with `needed` whe
 verification ran), screenshots in `images`, and `system` is the system turn (the action tool or
 functions and the screen size) a policy acting in this rollout would be prompted with.
 
+A run's synthesised tasks add a group each (`synth.py`): the demonstration and the episodes
+its check was false on, with the check (`check`, `fail`) that rewards a rollout.
+
 A rollout with any step chosen by datagen's model stand-in is left out (`left_out.standin_episode`
 in the tally) unless `--allow-standin`.
 """
@@ -29,6 +32,7 @@ from datagen.export.labels import standin
 from datagen.export.options import ExportOptions
 from datagen.export.parquet import IMAGE
 from datagen.export.source import Row, ShardData
+from datagen.export.synth import rl_synth
 from datagen.export.system import system_text
 from datagen.export.tally import Samples
 from datagen.export.trajectory import STEP, image_size, trajectory
@@ -60,6 +64,9 @@ SCHEMA = pa.schema(
         ("image_height", pa.int64()),
         ("model_image_width", pa.int64()),
         ("model_image_height", pa.int64()),
+        ("synth_task_id", pa.string()),
+        ("check", pa.string()),
+        ("fail", pa.string()),
     ]
 )
 
@@ -115,6 +122,7 @@ def rl_samples(shard: ShardData, options: ExportOptions) -> Samples:
                 "model_image_height": frame.model_height,
             }
         )
+    out += rl_synth(shard, options, tally, lambda f: system_text(options.syntax, f))
     return Samples(out, tally)
 
 

@@ -42,9 +42,11 @@ from datagen.export.state import (
     pending,
     save_state,
 )
+from datagen.export.synth import by_shard, synth_group
 from datagen.sink.storage import Storage, open_storage
 
 CARD = "README.md"
+SYNTH_FORMATS = ("sft", "rl")  # the formats that take synthesised tasks (export/synth.py)
 
 
 @dataclass
@@ -104,9 +106,14 @@ def export_output(
     }
     chosen = splits.plan(tied.values(), state.split)
     state = state.model_copy(update={"split": splits.with_clusters(state.split, chosen)})
+    synthesised: dict[int, list[Row]] = {}
+    if options.format in SYNTH_FORMATS:  # each (start URL, effect) once, over every export
+        synthesised = by_shard(src, frozenset(markers) - frozenset(todo))
     for shard in todo:
         data = read_shard(src, markers[shard], run.run_id)
+        data.tasks = synthesised.get(shard, [])
         sides = {g: chosen.sides[g] for g in tied[shard].groups}
+        sides |= synth_sides(data, sides)
         split = splits.record(state.split, tied[shard], chosen)
         tables, tally = _tables(fmt.build(data, options))
         record = _write_shard(dst, data, tables, fmt, sides, tally)
@@ -228,6 +235,13 @@ def _write_shard(
         tally=tally,
         exported_at=time.time(),
     )
+
+
+def synth_sides(data: ShardData, sides: dict[str, Split]) -> dict[str, Split]:
+    """Each synthesised task's rl group on the split side of the episode it came from (its
+    screens are that episode's: never on both sides)."""
+    groups = {e["episode_id"]: e["group_id"] for e in data.episodes}
+    return {synth_group(t): sides.get(groups.get(t["episode_id"], ""), "train") for t in data.tasks}
 
 
 def _put(dst: Storage, key: str, data: bytes) -> int:

@@ -15,7 +15,8 @@ its check accepted), `all` (failures too, each with its `failure_category`). Whi
 each step gets, and which earlier steps it shows, is `labels.plan`'s: the task's only on a
 needed step of a replay-verified episode (history: the earlier needed steps), the accepted
 relabel on every step of its episode (`--instruction relabeled`), the step's own description
-everywhere else (`instruction_source` says which).
+everywhere else (`instruction_source` says which). A run's synthesised tasks add their
+demonstrations (`synth.py`: `instruction_source` synthesised, `synth_task_id`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from datagen.export.labels import Labelled, accepted_relabel, plan, standin_rela
 from datagen.export.options import ExportOptions
 from datagen.export.parquet import IMAGE
 from datagen.export.source import Row, ShardData
+from datagen.export.synth import sft_synth
 from datagen.export.system import system_text
 from datagen.export.tally import Samples
 
@@ -67,6 +69,7 @@ SCHEMA = pa.schema(
         ("status", pa.string()),
         ("failure_category", pa.string()),
         ("url", pa.string()),
+        ("synth_task_id", pa.string()),
     ]
 )
 # The JSONL companion: everything but the image bytes (`images` become their paths).
@@ -120,6 +123,7 @@ def sft_samples(shard: ShardData, options: ExportOptions) -> Samples:
         steps = shard.steps_by_episode.get(episode["episode_id"], [])
         for labelled in plan(episode, steps, options, tally):
             out.append(_sample(episode, labelled, options))
+    out += sft_synth(shard, options, tally, _sample)  # synthesised tasks' demonstrations
     return Samples(out, tally)
 
 

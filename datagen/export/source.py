@@ -42,6 +42,9 @@ class ShardData:
     grounding: list[Row]
     rejects: list[Row]
     steps_by_episode: dict[str, list[Row]] = field(default_factory=dict)
+    # the synthesised tasks whose samples this shard gives (export/synth.py: one per (start
+    # URL, effect) over the whole output, on its source episode's shard)
+    tasks: list[Row] = field(default_factory=list)
 
     @property
     def shard(self) -> int:
@@ -84,8 +87,8 @@ def read_shard(
     `only`: just those tables (the others empty), e.g. the split's episodes and steps."""
     tables: dict[str, list[Row]] = {t: [] for t in ("episodes", "steps", "grounding", "rejects")}
     for f in marker.files:
-        if only is not None and f.table not in only:
-            continue
+        if f.table not in tables or (only is not None and f.table not in only):
+            continue  # `tasks`: read across shards (export/synth.py)
         try:  # the sink's checked reader: a regular file, size, sha256, schema, bounded
             tables[f.table] = read_part(storage, marker.shard, f).to_pylist()
         except PartError as exc:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datagen.export.source import Row
 
 WHY = {
+    "synth_no_steps": "synthesised tasks whose demonstration's steps are not in the output",
     "standin_step": "samples holding an action chosen by datagen's model stand-in, not a model",
     "standin_relabel": "episodes whose relabel was written by the stand-in (relabel not used)",
     "standin_episode": "rollouts with actions chosen by the stand-in",
@@ -49,6 +50,7 @@ def tally_lines(tally: dict[str, int]) -> list[str]:
             + ", ".join(f"{s} {n}" for s, n in sorted(pairs.items()))
             + " (start: both actions are their episodes' first; screenshot: byte-identical)"
         )
+    lines += synth_lines(tally)
     for key, n in sorted(tally.items()):
         if key.startswith("left_out.") and n:
             reason = key.split(".", 1)[1]
@@ -56,3 +58,26 @@ def tally_lines(tally: dict[str, int]) -> list[str]:
                 f"- left out: {n} {WHY.get(reason, reason)} (`--allow-standin` keeps them)"
             )
     return lines
+
+
+def synth_lines(tally: dict[str, int]) -> list[str]:
+    """The card's lines on the run's synthesised tasks (export/synth.py; none without)."""
+    tasks = tally.get("synth.tasks", 0)
+    if not tasks:
+        return []
+    writes = {k.split("=", 1)[1]: n for k, n in tally.items() if k.startswith("synth.writes=")}
+    made = [f"{tally.get('synth.samples', 0)} samples (`instruction_source` synthesised)"]
+    if tally.get("synth.groups"):
+        made = [
+            f"{tally['synth.groups']} groups of {tally.get('synth.rollouts', 0)} rollouts "
+            "(the demonstration, reward 1.0; episodes from the same start its check was "
+            "false on, reward 0.0; columns `check` and `fail` hold the task's checks)"
+        ]
+    said = ", ".join(f"{m} {n}" for m, n in sorted(writes.items())) or "none"
+    return [
+        f"- synthesised tasks (task synthesis, one per start URL and effect as `datagen export "
+        f"-f tasks`; `synth_task_id` names each): {tasks}, giving "
+        + " ".join(made)
+        + f"; {tally.get('synth.with_fail', 0)} with a `fail` check; writes their "
+        f"demonstrations sent: {said}"
+    ]

@@ -12,6 +12,7 @@ written whole from every committed shard, each time.
 
 from __future__ import annotations
 
+import html
 import json
 from collections import Counter
 from dataclasses import dataclass
@@ -38,15 +39,21 @@ class TaskExport:
         return f"{self.tasks} tasks (of {self.candidates} candidates) written to {self.key}"
 
 
+def synth_task_id(row: dict[str, Any]) -> str:
+    """The task list's id of a `tasks` row (also `synth_task_id` in the sft and rl exports)."""
+    return f"synth-{row['site'] or 'site'}-{row['synth_id']}"
+
+
 def task_line(row: dict[str, Any]) -> TaskSpec:
     """The task list's entry for one kept `tasks` row (a TaskSpec, as the jsonl reader reads)."""
     actions = json.loads(row["actions_json"])
     return TaskSpec.model_validate(
         {
-            "id": f"synth-{row['site'] or 'site'}-{row['synth_id']}",
+            "id": synth_task_id(row),
             "start_url": row["start_url"],
             "instruction": row["instruction"],
             "check": json.loads(row["check_json"]),
+            "fail": json.loads(row["fail_json"]) if row.get("fail_json") else None,
             "max_steps": len(actions) + SLACK_STEPS,
             "site": row["site"],
             "actions": actions,
@@ -59,6 +66,12 @@ def task_line(row: dict[str, Any]) -> TaskSpec:
                 "effect": row["effect"],
                 "proof": f"{row['proof_replays']} replays; false on {row['false_on_start']} "
                 f"start observations and {len(row['false_on_episodes'])} other episodes",
+                **({"writes": "; ".join(row["writes"])} if row.get("writes") else {}),
+                **(
+                    {"fail_from": ",".join(row["fail_episodes"] or [])}
+                    if row.get("fail_json")
+                    else {}
+                ),
             },
         }
     )
@@ -68,11 +81,13 @@ def _plain(task: TaskSpec) -> dict[str, Any]:
     """A task's JSON line: its fields, without the empty ones (`fail`, `reference`, nulls in
     the check)."""
     data = task.model_dump(mode="json")
-    data["check"] = {k: v for k, v in data["check"].items() if v is not None}
-    if data["check"].get("element"):
-        data["check"]["element"] = {
-            k: v for k, v in data["check"]["element"].items() if v is not None
-        }
+    for key in ("check", "fail"):
+        if data.get(key):
+            data[key] = {k: v for k, v in data[key].items() if v is not None}
+            if data[key].get("element"):
+                data[key]["element"] = {
+                    k: v for k, v in data[key]["element"].items() if v is not None
+                }
     return {k: v for k, v in data.items() if v not in (None, "", [], ())}
 
 
@@ -92,6 +107,8 @@ def card(rows: list[dict[str, Any]], kept: list[dict[str, Any]]) -> str:
     kinds = Counter(r["effect_kind"] for r in kept)
     sites = Counter(r["site"] for r in kept)
     dropped = Counter(r["dropped_at"] for r in rows if not r["kept"])
+    writes = Counter(w.split(" ", 1)[1] for r in kept for w in r.get("writes") or [])
+    failing = sum(1 for r in kept if r.get("fail_json"))
     lines = [
         "# Synthesised tasks",
         "",
@@ -115,6 +132,18 @@ def card(rows: list[dict[str, Any]], kept: list[dict[str, Any]]) -> str:
         f"| over_limit (annotation.tasks.per_episode) | {dropped.get('over_limit', 0)} |",
         f"| duplicates of a kept (start URL, effect) | "
         f"{sum(1 for r in rows if r['kept']) - len(kept)} |",
+        "",
+        f"{failing} tasks have a `fail` check: a failure message the run's other episodes "
+        "from the same start met acting as the demonstration's last step did, without the "
+        "effect (never shown at the start or on the demonstration's way).",
+        "",
+        f"Writes the demonstrations sent (from the recording; in each task's `provenance."
+        f"writes`): {sum(writes.values())}.",
+        *(["", "| write | tasks' demonstrations |", "|---|---|"] if writes else []),
+        *[
+            f"| {html.escape(w).replace('|', '&#124;')} | {n} |"
+            for w, n in sorted(writes.items())[:20]
+        ],
     ]
     return "\n".join(lines) + "\n"
 

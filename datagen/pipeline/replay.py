@@ -53,6 +53,9 @@ class Screens:
     # with a gap: the start state once more, that many seconds later (what moves by itself)
     again: PageState | None = None
     acted: dict[int, Action] = field(default_factory=dict)  # by step: the action as done here
+    # at each of `states`: how many of the episode's writes the replay had repeated (the
+    # writes of step i: the recording's writes[writes[i]:writes[i + 1]])
+    writes: list[int] = field(default_factory=list)
 
 
 class Replayer:
@@ -165,6 +168,7 @@ class Replayer:
             path.states.append(await _state(session, obs))
         elif self.states:
             path.states.append(await session.state())
+        path.writes.append(router.state)
         if await self._failed(session, "after the last step"):
             return None
         if not judge:
@@ -193,6 +197,7 @@ class Replayer:
             if await self._failed(session, f"before step {index}"):
                 return None
             action = self.actions[index]
+            path.writes.append(router.state)
             elements: Sequence[Element] | None = None
             if observe:  # its scan is the page the click is aimed on: no second one
                 elements = await self._observe(session, index, path, action)

@@ -93,6 +93,7 @@ class EpisodeOutcome:
     # episodes' tasks must be false on it), and the time synthesis took
     tasks: list[TaskRow] = field(default_factory=list)
     final_state: PageState | None = None
+    path_states: list[PageState] = field(default_factory=list)  # synthesis's first replay's
     synth_ms: float = 0.0
 
     def reject(self, stage: str, reason: RejectReason, detail: str, **where: int) -> None:

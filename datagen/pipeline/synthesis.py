@@ -12,7 +12,13 @@
          replays' states after the same steps
       ─► TaskRow per candidate (kept, or the proof step that dropped it) on EpisodeOutcome.tasks
     shard.py, once the shard's episodes ended: specific() ─► false on the final state of every
-      other episode from the same start that did not act on the demonstration's last element
+      other episode from the same start that did not act on the demonstration's last element;
+      a `fail` check from a failure message those that did act on it without the effect showed
+      (annotate/failure.py)
+
+Each task also records the writes its demonstration sent (`TaskRow.writes`): the replay
+repeats the episode's state-changing requests in order, so those between two of its states
+(`Screens.writes`) are that step's.
 
 A check is decided on a scanned state by the same pure rule live and offline
 (records/state.py), so one scan per point decides every candidate. Replays are on fresh
@@ -29,13 +35,14 @@ import json
 import time
 from dataclasses import dataclass
 
+from datagen.annotate.failure import fail_check
 from datagen.annotate.tasks import Act, Effect, effects, instruction, mask, volatile
 from datagen.config import TasksConfig
 from datagen.pipeline.context import SynthMemo
 from datagen.pipeline.replay import Replayer, Screens
 from datagen.pipeline.rows import EpisodeOutcome, digest
 from datagen.records import Action, Click, Key, PageState, TaskRow, TaskSpec, TypeText, action_repr
-from datagen.url import strip_credentials
+from datagen.url import path_of, strip_credentials
 
 # Between two observations of a start page: a clock or a counter that ticks each second or
 # faster shows in it (two replays' start states come at the same moment after the load, and
@@ -74,6 +81,7 @@ async def synthesise(
             path = await replayer.replay(steps, judge=False, states=True)
         if path is None or len(path.states) != len(steps) + 1:
             return
+        out.path_states = list(path.states)  # the fail check must be false on them (specific)
         found = _candidates(path.states, config, proven)
         if not found:
             return
@@ -190,6 +198,7 @@ def _rows(
             c.dropped = "over_limit"
         kept += c.dropped is None
         actions: list[Action] = [done.get(i, replayer.actions[i]) for i in demo]
+        writes = _writes(replayer, first, demo)
         rows.append(
             TaskRow(
                 **out.ids,
@@ -207,9 +216,21 @@ def _rows(
                 dropped_at=c.dropped,
                 proof_replays=2 if c.dropped is None else 0,
                 false_on_start=starts if c.dropped is None else 0,
+                writes=writes,
             )
         )
     return rows
+
+
+def _writes(replayer: Replayer, path: Screens, demo: tuple[int, ...]) -> list[str]:
+    """The writes each demonstration step sent on the replay (`<step> <METHOD> <path>`), from
+    the episode's recording: the replay repeats them in the episode's order (router.py)."""
+    recorded, said = replayer.recording.writes, []
+    for i, step in enumerate(demo):
+        if i + 1 < len(path.writes):
+            for entry in recorded[path.writes[i] : path.writes[i + 1]]:
+                said.append(f"{step} {entry.method} {path_of(entry.url) or '/'}")
+    return said
 
 
 def specific(outcomes: list[EpisodeOutcome]) -> None:
@@ -231,6 +252,8 @@ def specific(outcomes: list[EpisodeOutcome]) -> None:
             ).check
             assert check is not None
             false_on, dropped = [], None
+            failed: list[tuple[str, PageState]] = []  # same flow, no effect (fail messages)
+            solved: list[PageState] = []
             for p in outcomes:
                 if p is o or p.final_state is None or p.episode is None:
                     continue
@@ -239,7 +262,13 @@ def specific(outcomes: list[EpisodeOutcome]) -> None:
                 if last is not None and any(
                     (h.role, h.name) == (last.role, last.name) for h in p.hits.values()
                 ):
-                    continue  # it acted as the demonstration did: it may well have made the effect
+                    # it acted as the demonstration did: it may well have made the effect
+                    made = check.holds_on(p.final_state)
+                    if made is False:
+                        failed.append((p.ids["episode_id"], p.final_state))
+                    elif made:
+                        solved.append(p.final_state)
+                    continue
                 if check.holds_on(p.final_state):
                     dropped = "not_specific"
                     break
@@ -247,4 +276,29 @@ def specific(outcomes: list[EpisodeOutcome]) -> None:
             update: dict[str, object] = {"false_on_episodes": false_on}
             if dropped:
                 update |= {"kept": False, "dropped_at": dropped}
+            else:
+                update |= _fail(o, row, outcomes, failed, solved)
             o.tasks[i] = row.model_copy(update=update)
+
+
+def _fail(
+    o: EpisodeOutcome,
+    row: TaskRow,
+    outcomes: list[EpisodeOutcome],
+    failed: list[tuple[str, PageState]],
+    solved: list[PageState],
+) -> dict[str, object]:
+    """The kept task's fail check (annotate/failure.py), as TaskRow columns ({} when none):
+    never true on a start state of the shard's replays from its start or on its own
+    demonstration's states."""
+    starts = [
+        p.path_states[0]
+        for p in outcomes
+        if p.path_states and p.episode is not None and p.episode.start_url == row.start_url
+    ]
+    demo = o.path_states[: len(row.demo_steps) + 1]
+    found = fail_check(starts, demo, failed, solved) if failed and starts else None
+    if found is None:
+        return {}
+    check, shown = found
+    return {"fail_json": check.model_dump_json(exclude_none=True), "fail_episodes": shown}

@@ -44,10 +44,10 @@ from datagen.records.rows import (
     RejectRow,
     RowBase,
     StepRow,
-    TaskRow,
 )
 from datagen.records.shards import Resumed, ShardResult
 from datagen.records.state import ElementCheck, ElementState, PageState
+from datagen.records.taskrow import TaskRow
 from datagen.records.tasks import SuccessCheck, TaskSpec
 
 __all__ = [

@@ -348,44 +348,6 @@ class GroundingRow(RowBase):
     )
 
 
-class TaskRow(RowBase):
-    """A task synthesised from a verified episode's effect (issue 43), kept or dropped by its
-    proof; `task_id` and `episode_id` are the episode's it came from (its provenance)."""
-
-    synth_id: str = Field(
-        description="the first 16 hex of sha256(start_url, effect key): one id per (start "
-        "URL, effect), whatever episode found it"
-    )
-    site: str
-    start_url: str = Field(description="the source task's start URL, as its task list gave it")
-    effect_kind: str = Field(
-        description="state | value | url | appeared | text | disappeared: what changed"
-    )
-    effect: str = Field(description="what it changed, e.g. state:checkbox:Buy milk:checked")
-    instruction: str = Field("", description="the task in a person's words (empty: none)")
-    check_json: str = Field(description="the check (SuccessCheck) as JSON; never model-written")
-    actions_json: str = Field(
-        description="the demonstration: its actions as JSON, in the scripted policy's format"
-    )
-    demo_steps: list[int] = Field(description="the episode's step indices it replays, in order")
-    demo_descriptions: list[str] = Field(description="each demonstration step in words")
-    kept: bool = Field(description="the proof held and words were written: a task")
-    dropped_at: str | None = Field(
-        None,
-        description="the proof step that dropped it: volatile | holds_at_start | "
-        "not_after_demo | not_again | not_specific | no_words | over_limit",
-    )
-    proof_replays: int = Field(0, description="sealed replays it was proven on (true after each)")
-    false_on_start: int = Field(
-        0, description="observations of the start state it was false on (live and recorded)"
-    )
-    false_on_episodes: list[str] = Field(
-        default_factory=list,
-        description="episode ids, same start, that did not act as it did, on whose final "
-        "recorded observation it was false",
-    )
-
-
 class RejectRow(RowBase):
     """Something that did not become data, and why."""
 

@@ -31,6 +31,7 @@ from datagen.browser.admission import BINDINGS
 from datagen.engine.health import FIGURE, health_html, raised_anywhere
 from datagen.observe.roles import run_measures
 from datagen.observe.summary import counted, counts_text, verification_line
+from datagen.observe.synth import synthesis_html
 from datagen.runtime.hosts import HOST_COLUMNS
 from datagen.runtime.metrics import METRIC
 from datagen.sink.hosts import read_hosts
@@ -194,6 +195,7 @@ def write_report(
             for line in run_measures(manifest)
         ],
         *hosts_table(read_hosts(storage)),
+        *synthesis_divs(storage),
         _curves(timeline, "steps_per_s", "browser steps per second", "steps/s"),
         _curves(timeline, "screenshots_per_s", "screenshots per second", "screenshots/s"),
         _curves(timeline, "browser_memory_mb", "browser memory (USS)", "MB"),
@@ -278,6 +280,17 @@ def step_latencies(dataset: Any, limit: int = 500_000) -> dict[str, np.ndarray]:
         if len(values):
             out[name] = values
     return out
+
+
+def synthesis_divs(storage: Storage) -> list[Div]:
+    """The synthesised tasks' section (observe/synth.py); none when the run made none."""
+    try:
+        rows = [r for _, part in iter_committed(storage, "tasks") for r in part.to_pylist()]
+    except Exception:  # the report is a by-product: never fail a run for it
+        log.info("no synthesis figures for the report", exc_info=True)
+        return []
+    text = synthesis_html(rows)
+    return [Div(text=text, sizing_mode="stretch_width")] if text else []
 
 
 def verification_figures(storage: Storage) -> str:

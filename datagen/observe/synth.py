@@ -1,0 +1,58 @@
+"""The run report's section on synthesised tasks (issue 43), from the committed `tasks` rows.
+
+    committed `tasks` rows (runtime/report.py reads them) ─► synthesis_html() ─► the report
+
+Counts only: kept tasks by effect kind and by site, candidates dropped at each proof step,
+kept tasks with a `fail` check, and the writes their demonstrations sent by method. The same
+candidates are in the run summary's line (summed over every shard's result); duplicates of a
+(start URL, effect) across shards are counted here as kept, as in the table (the task list of
+`datagen export OUT -f tasks` keeps one of each).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from html import escape
+from typing import Any
+
+PROOF = (
+    "volatile",
+    "holds_at_start",
+    "not_after_demo",
+    "not_again",
+    "not_specific",
+    "no_words",
+    "over_limit",
+)
+
+
+def _table(title: str, counts: Mapping[str, int]) -> str:
+    rows = "".join(
+        f"<tr><td>{escape(str(k) or '(none)')}</td><td>{n}</td></tr>"
+        for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))
+    )
+    return f"<table border=1><tr><th>{escape(title)}</th><th>tasks</th></tr>{rows}</table>"
+
+
+def synthesis_html(rows: Iterable[Mapping[str, Any]]) -> str:
+    """The section's HTML ("" when the run synthesised nothing). Every value from the pages
+    (sites, paths) is escaped."""
+    rows = list(rows)
+    if not rows:
+        return ""
+    kept = [r for r in rows if r.get("kept")]
+    dropped = Counter(r.get("dropped_at") or "" for r in rows if not r.get("kept"))
+    writes = Counter(w.split(" ")[1] for r in kept for w in r.get("writes") or [] if " " in w)
+    failing = sum(1 for r in kept if r.get("fail_json"))
+    steps = ", ".join(f"{k} {dropped.get(k, 0)}" for k in PROOF)
+    said = ", ".join(f"{escape(m)} {n}" for m, n in sorted(writes.items())) or "none"
+    return (
+        "<h2>synthesised tasks (annotation.tasks)</h2>"
+        f"<p>{len(kept)} kept of {len(rows)} candidates; dropped by proof step: {steps}. "
+        f"{failing} kept with a <code>fail</code> check; writes their demonstrations sent: "
+        f"{said}. The task list: <code>datagen export OUT -f tasks</code> (one per start URL "
+        "and effect).</p>"
+        + _table("effect kind", Counter(str(r.get("effect_kind")) for r in kept))
+        + _table("site", Counter(str(r.get("site") or "") for r in kept))
+    )
