@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 from rich.console import Console
@@ -85,7 +86,7 @@ def task_row(task: Task, synth_id: str, demo: list[int], **more: object) -> Task
         kept=True,
         proof_replays=2,
         false_on_start=3,
-        **more,  # type: ignore[arg-type]
+        **more,
     )
 
 
@@ -119,7 +120,7 @@ def synth_output(tmp_path: Path) -> Path:
     return out
 
 
-def rows(folder: Path) -> list[dict[str, object]]:
+def rows(folder: Path) -> list[dict[str, Any]]:
     return [r for f in sorted(folder.glob("data/*.parquet")) for r in pq.read_table(f).to_pylist()]
 
 
