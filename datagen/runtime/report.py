@@ -30,6 +30,7 @@ from bokeh.resources import INLINE
 from datagen.browser.admission import BINDINGS
 from datagen.engine.health import FIGURE, health_html, raised_anywhere
 from datagen.observe.roles import run_measures
+from datagen.observe.solves import solve_html, solve_rates
 from datagen.observe.summary import counted, counts_text, verification_line
 from datagen.runtime.hosts import HOST_COLUMNS
 from datagen.runtime.metrics import METRIC
@@ -194,6 +195,11 @@ def write_report(
             for line in run_measures(manifest)
         ],
         *hosts_table(read_hosts(storage)),
+        *[
+            Div(text=t, sizing_mode="stretch_width")
+            for t in [solve_html(solve_rates(storage))]
+            if t
+        ],
         _curves(timeline, "steps_per_s", "browser steps per second", "steps/s"),
         _curves(timeline, "screenshots_per_s", "screenshots per second", "screenshots/s"),
         _curves(timeline, "browser_memory_mb", "browser memory (USS)", "MB"),
