@@ -260,7 +260,12 @@ async def final_page(browser: Browser, base: str, start_url: str, actions: list[
 
 
 async def check_all(
-    tasks: list[dict[str, Any]], runs: dict[str, Episode], base: str, parallel: int
+    tasks: list[dict[str, Any]],
+    runs: dict[str, Episode],
+    base: str,
+    parallel: int = 3,
+    executable: str = CHROMIUM,
+    shots: Path | None = None,
 ) -> list[Verdict]:
     """Every task's verdict; each other episode is replayed once and read by every task of
     its start that chose it."""
@@ -275,15 +280,19 @@ async def check_all(
             chosen_by_id[e.episode_id] = e
     gate = asyncio.Semaphore(parallel)
     async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=CHROMIUM)
+        browser = await p.chromium.launch(executable_path=executable)
 
         async def own(v: Verdict) -> None:
             async with gate:
                 try:
                     page = await start(browser, v.task["start_url"].replace("site://", base, 1))
                     v.at_start = await holds(page, v.task["check"])
-                    for action in v.task["actions"]:
+                    if shots:
+                        await page.screenshot(path=shots / f"{v.task['id']}-0.png")
+                    for i, action in enumerate(v.task["actions"], 1):
                         await act(page, action)
+                        if shots:
+                            await page.screenshot(path=shots / f"{v.task['id']}-{i}.png")
                     v.after_demo = await holds(page, v.task["check"])
                     await page.context.close()
                 except Exception as exc:
@@ -344,11 +353,18 @@ def main() -> None:
     parser.add_argument("output", type=Path, help="a run's output folder, its tasks exported")
     parser.add_argument("--tasks", type=Path, help="default: OUT/exports/tasks/tasks.jsonl")
     parser.add_argument("--parallel", type=int, default=3, help="pages at once")
+    parser.add_argument("--sites", type=Path, default=SITES, help="what site:// URLs serve")
+    parser.add_argument("--chromium", default=CHROMIUM, help="the browser to check with")
+    parser.add_argument("--shots", type=Path, help="save each task's screens here: ID-N.png")
     args = parser.parse_args()
     path = args.tasks or args.output / "exports" / "tasks" / "tasks.jsonl"
     tasks = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    with served(SITES) as base:
-        verdicts = asyncio.run(check_all(tasks, episodes(args.output), base, args.parallel))
+    runs = episodes(args.output)
+    with served(args.sites) as base:
+        if args.shots:
+            args.shots.mkdir(parents=True, exist_ok=True)
+        checked = check_all(tasks, runs, base, args.parallel, args.chromium, args.shots)
+        verdicts = asyncio.run(checked)
     for line in report(verdicts):
         print(line)
     sys.exit(0 if all(v.passed for v in verdicts) else 1)
