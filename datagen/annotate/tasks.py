@@ -189,6 +189,7 @@ def _click(act: Act, drawn: Sequence[str], marks: list[str]) -> str | None:
     its drawn name's; None for one of several like elements nothing drawn tells apart. The
     drawn part that tells it apart goes on `marks` (the check must read it)."""
     said = labelled(act.name, act.label, (act.context, *drawn, act.name))
+    said = said or labelled("", act.name, drawn)  # named as an act: `Delete "Buy milk"`
     if said is not None:
         if act.equals > 1:
             marks.append(said[1])

@@ -22,7 +22,7 @@ def test_the_line_says_each_task_solve_rate_when_there_are_few() -> None:
 
 
 def test_many_tasks_are_left_to_the_report_and_one_episode_each_is_no_rate() -> None:
-    many = {f"t{i:02}": Rate("x", episodes=2, solved=i % 3 and 1) for i in range(20)}
+    many = {f"t{i:02}": Rate("x", episodes=2, solved=i % 3 and 1) for i in range(30)}
     assert solve_line(many).endswith("(each task's in the run report)")
     assert solve_line({"a": Rate("x", episodes=1, solved=1)}) == ""
     assert solve_html({}) == ""

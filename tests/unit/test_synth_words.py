@@ -93,6 +93,9 @@ def test_a_label_the_site_quotes_its_drawn_subject_in() -> None:
     gone = element("disappeared", "checkbox", "Buy milk", "absent")
     assert instruction(gone, [delete]) == 'Delete "Buy milk"'
     assert instruction(element("disappeared", "checkbox", "Walk dog", "absent"), [delete]) is None
+    # an icon's button named by its label alone: the name is the act, quoted once
+    icon = Act("click", "button", 'Delete "Buy milk"', label='Delete "Buy milk"')
+    assert instruction(gone, [icon]) == 'Delete "Buy milk"'
 
 
 def test_the_pure_parts() -> None:
