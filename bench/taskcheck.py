@@ -79,7 +79,12 @@ DESCRIBE = """(els) => els.map((el) => {
   const flat = (t) => (t || '').replace(/\\s+/g, ' ').trim();
   const names = [el.innerText, el.getAttribute('aria-label'), el.getAttribute('title'),
     el.value, el.getAttribute('alt')];
-  for (const l of el.labels || []) names.push(l.innerText);
+  for (const l of el.labels || []) {
+    // a label around its control: its own words, without the control's (a select's options)
+    const own = l.cloneNode(true);
+    own.querySelectorAll('select, input, textarea, button').forEach((c) => c.remove());
+    names.push(l.innerText, own.textContent);
+  }
   for (const id of (el.getAttribute('aria-labelledby') || '').split(/\\s+/)) {
     const l = id && document.getElementById(id); if (l) names.push(l.innerText);
   }

@@ -262,6 +262,8 @@ def instruction(effect: Effect, acts: Sequence[Act]) -> str | None:
         where = " to the list" if effect.role in ("listitem", "checkbox", "row") else ""
         if len(acts) <= 3:
             return f"Add {_quote(added)}{where}"
+    if effect.kind == "disappeared" and last.kind == "click" and effect.subject == last.name:
+        return None  # what was pressed went (or greyed out): that says it was pressed, no more
     marks: list[str] = []
     drawn = (effect.subject,) if effect.kind in ("disappeared", "state", "value") else ()
     steps = _steps(acts, drawn, marks)

@@ -71,7 +71,9 @@ def test_an_independent_checker_confirms_every_task(
     for v in verdicts:
         assert not v.error, v.error
         assert v.at_start is False and v.after_demo is True, (v.task, v)
-        assert v.after_others and not any(v.after_others.values()), (v.task, v.after_others)
+        assert not any(v.after_others.values()), (v.task, v.after_others)
+    # a site whose every episode pressed the one button has no other action set to read
+    assert sum(len(v.after_others) for v in verdicts) >= len(verdicts), verdicts
 
 
 def test_the_list_runs_back_solved_by_its_demonstrations_and_explored_with_rates(
@@ -80,8 +82,10 @@ def test_the_list_runs_back_solved_by_its_demonstrations_and_explored_with_rates
     out, listed = synthesised
     tasks = read(listed)
     folder = out.parent
+    # `site://` resolves against the first `sites` source's folder (the bundled one when
+    # there is none): the fixture sites' own tasks come along, and are left out below
     common = (
-        f"sources: [{{type: jsonl, path: {listed}}}]\n"
+        f"sources: [{{type: jsonl, path: {listed}}}, {{type: sites, dir: {SITES}}}]\n"
         + BROWSER
         + "annotation: {grounding: false, verify: null}\n"
         + "cluster: {workers: 1, sessions_per_worker: 4}\n"
@@ -92,6 +96,7 @@ def test_the_list_runs_back_solved_by_its_demonstrations_and_explored_with_rates
     assert "ok" in datagen(folder, "validate", "scripted.yaml", "-o", str(folder / "v"))
     datagen(folder, "run", "scripted.yaml", "-o", str(folder / "scripted"))
     rows = ds.dataset(folder / "scripted" / "episodes").to_table().to_pylist()
+    rows = [r for r in rows if r["task_id"].startswith("synth-")]
     assert sorted(r["task_id"] for r in rows) == sorted(t["id"] for t in tasks)
     assert all(r["success"] for r in rows), [r["task_id"] for r in rows if not r["success"]]
 
@@ -101,7 +106,7 @@ def test_the_list_runs_back_solved_by_its_demonstrations_and_explored_with_rates
     said = datagen(folder, "run", "explore.yaml", "-o", str(folder / "explore"))
     flat = " ".join(said.split())
     assert "solve rate per task: mean " in flat, flat[-2000:]
-    if len(tasks) <= LISTED:  # each task's rate named in the summary
+    if len(tasks) + 4 <= LISTED:  # each task's rate named in the summary
         assert all(t["id"] in flat for t in tasks)
     report = (folder / "explore" / "_report.html").read_text()
     assert "solve rate per task" in report

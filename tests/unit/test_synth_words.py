@@ -75,6 +75,10 @@ def test_words_that_name_the_message_or_the_element_stay() -> None:
     assert instruction(text("All changes saved"), [save]) == 'Press "Save changes"'
     shown = Act("click", "button", "Show password", label="Show password")
     assert instruction(element("appeared", "button", "Hide password"), [shown]) is not None
+    # the pressed control gone (or disabled: "Clear completed" with nothing completed left)
+    # says it was pressed, not what it did
+    went = element("disappeared", "button", "Show password", "absent")
+    assert instruction(went, [shown]) is None
     # an error the button's words do not speak of is no task of pressing it
     create = Act("click", "button", "Create account")
     assert instruction(text("Please choose a password."), [create]) is None
