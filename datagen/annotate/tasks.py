@@ -6,8 +6,10 @@
 Pure: the states come from a sealed replay of a verified episode's needed steps (observed:
 pipeline/synthesis.py, which also proves each candidate by replays). An effect is what differs
 between the start state and the state after the demonstration's first k steps: the URL (path,
-query), an element that appeared or disappeared (role, name), a control's state (checked) or
-shown value (a drop-down's option), text that became visible. What differs between two
+query, else each new `key=value` pair of its fragment), an element that appeared or
+disappeared (role, name), a control's state (checked) or shown value (a drop-down's option),
+text that became visible. Words are kept only where they name what the check reads
+(decide.py). What differs between two
 observations of the start state moves by itself (a clock, a counter, a random token): it is
 never used, nor anything that looks like it once its digits are masked. Nor is a change in
 digits alone ("Visitors 100" ─► "Visitors 198", "Cart (2)" ─► "Cart (3)"): a line or a name
