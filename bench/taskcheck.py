@@ -8,7 +8,9 @@ through Playwright, no datagen import. For every task of `OUT/exports/tasks/task
 - it is false after each of three other episodes' action sets from the same start: the run's
   explore episodes (the `steps` table, read with pyarrow), not the task's own and not one that
   clicked where the demonstration's last click did on an element of the same name (that one
-  may well have done the task).
+  may well have done the task); where fewer than three, other tasks' demonstrations. A task
+  true after one of them is printed with what that episode clicked, to be read: another way
+  of doing what the instruction asks, or a check that does not decide it.
 
 The bundled sites are served by a static server of our own on 127.0.0.1 (`site://shop/` →
 `http://127.0.0.1:PORT/shop/`). A check is read the way a trainer's reward would read it:
