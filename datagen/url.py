@@ -235,6 +235,14 @@ def query_of(url: str) -> str:
         return ""
 
 
+def fragment_of(url: str) -> str:
+    """The fragment of a URL, without its `#` ("" when it has none or does not parse)."""
+    try:
+        return urlsplit(url).fragment
+    except ValueError:
+        return ""
+
+
 def path_of(url: str) -> str:
     """The path of a URL ("" when it has none or does not parse)."""
     try:

@@ -6,8 +6,10 @@
 Pure: the states come from a sealed replay of a verified episode's needed steps (observed:
 pipeline/synthesis.py, which also proves each candidate by replays). An effect is what differs
 between the start state and the state after the demonstration's first k steps: the URL (path,
-query), an element that appeared or disappeared (role, name), a control's state (checked) or
-shown value (a drop-down's option), text that became visible. What differs between two
+query, else each new `key=value` pair of its fragment), an element that appeared or
+disappeared (role, name), a control's state (checked) or shown value (a drop-down's option),
+text that became visible. Words are kept only where they name what the check reads
+(decide.py). What differs between two
 observations of the start state moves by itself (a clock, a counter, a random token): it is
 never used, nor anything that looks like it once its digits are masked. Nor is a change in
 digits alone ("Visitors 100" ─► "Visitors 198", "Cart (2)" ─► "Cart (3)"): a line or a name
@@ -19,10 +21,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from datagen.annotate.decide import decides, labelled, pager
 from datagen.records import ElementCheck, ElementState, PageState, SuccessCheck
-from datagen.url import path_of, query_of
+from datagen.url import fragment_of, path_of, query_of
 
 KINDS = ("state", "value", "url", "appeared", "text", "disappeared")  # most telling first
 DIGITS = re.compile(r"\d+")
@@ -48,12 +51,16 @@ class Effect:
 @dataclass(frozen=True)
 class Act:
     """One demonstration step as words need it: click / type / key / other, the element it
-    acted on (role, name), and what it typed or pressed."""
+    acted on (role, name; its accessible name as `label`, `equals` like elements on the page
+    and the drawn `context` that tells it from them), and what it typed or pressed."""
 
     kind: str
     role: str = ""
     name: str = ""
     text: str = ""
+    label: str = ""
+    context: str = ""
+    equals: int = 1
 
 
 def mask(text: str) -> str:
@@ -101,6 +108,23 @@ def _url_part(before: str, after: str) -> str | None:
     return None
 
 
+def _fragment_parts(before: str, after: str) -> list[str]:
+    """The pairs of `after`'s fragment that `before`'s lacks, each as the URL spells it with
+    its separators (`#page=5&`, `&sort=salary&`, `&dir=asc`): a page's own state in its URL
+    (a table's page and sort), one check each; a fragment of no pairs as a whole."""
+    b_frag, a_frag = fragment_of(before), fragment_of(after)
+    if not a_frag or a_frag == b_frag:
+        return []
+    if "=" not in a_frag:
+        return [f"#{a_frag}"]
+    pairs, had = a_frag.split("&"), set(b_frag.split("&"))
+    return [
+        ("#" if i == 0 else "&") + pair + ("&" if i < len(pairs) - 1 else "")
+        for i, pair in enumerate(pairs)
+        if pair not in had and "=" in pair
+    ]
+
+
 def _element(kind: str, e: ElementState, **check: str | None) -> Effect:
     spec = ElementCheck(role=e.role, name=e.name, **check)
     key = f"{kind}:{e.role}:{e.name}:{spec.state}:{spec.value or ''}"
@@ -138,8 +162,8 @@ def effects(start: PageState, again: PageState, after: PageState) -> list[Effect
     moved = volatile(start, again)
     found = _element_effects(start, after)
     part = _url_part(start.url, after.url)
-    if part is not None:
-        found.append(Effect("url", f"url:{part}", SuccessCheck(url_contains=part), part))
+    for url in [part] if part is not None else _fragment_parts(start.url, after.url):
+        found.append(Effect("url", f"url:{url}", SuccessCheck(url_contains=url), url))
     shown = lines(start.text) | lines(again.text)
     renumbered = {mask(line) for line in shown}  # a line there before but for its digits
     names = {e.name for e in after.elements}
@@ -162,7 +186,21 @@ def _quote(name: str) -> str:
     return f'"{name}"'
 
 
-def _click(act: Act) -> str:
+def _click(act: Act, drawn: Sequence[str], marks: list[str]) -> str | None:
+    """A click in words; its accessible name's when that says more (decide.labelled), else
+    its drawn name's; None for one of several like elements nothing drawn tells apart. The
+    drawn part that tells it apart goes on `marks` (the check must read it)."""
+    said = labelled(act.name, act.label, (act.context, *drawn, act.name))
+    said = said or labelled("", act.name, drawn)  # named as an act: `Delete "Buy milk"`
+    if said is not None:
+        if act.equals > 1:
+            marks.append(said[1])
+        return said[0][0].lower() + said[0][1:]
+    if act.equals > 1:
+        if not act.context:
+            return None
+        marks.append(act.context)
+        return f"{_click(replace(act, equals=1), (), [])} in {_quote(act.context)}"
     name = _quote(act.name)
     if act.role == "link":
         return f"open {name}"
@@ -175,15 +213,18 @@ def _click(act: Act) -> str:
     return f"click {name}"
 
 
-def _steps(acts: Sequence[Act]) -> str | None:
+def _steps(acts: Sequence[Act], drawn: Sequence[str], marks: list[str]) -> str | None:
     """The demonstration in a person's words ("type "Ann" into "Name", then press "Send"");
-    None when a step's element has no name shown (words would name what is not there)."""
+    None when a step's element has no name shown (words would name what is not there), or
+    is one of several like elements that nothing drawn tells apart. `drawn`: text on the
+    screen at the last step (the effect's subject, where it was there before)."""
     said: list[str] = []
-    for act in acts:
+    for i, act in enumerate(acts):
         if act.kind == "click":
-            if not act.name:
+            words = _click(act, drawn if i == len(acts) - 1 else (), marks) if act.name else None
+            if words is None:
                 return None
-            said.append(_click(act))
+            said.append(words)
         elif act.kind == "type":
             field = f" into {_quote(act.name)}" if act.name else ""
             said.append(f"type {_quote(act.text)}{field}")
@@ -210,12 +251,24 @@ def instruction(effect: Effect, acts: Sequence[Act]) -> str | None:
         return f"{verb} {subject}"
     if effect.kind == "value" and effect.check.element is not None:
         return f"Choose {_quote(effect.check.element.value or '')} in {subject}"
-    if effect.kind == "url" and last.kind == "click" and last.role == "link" and last.name:
-        return f"Open the {_quote(last.name)} page"
+    if (
+        effect.kind == "url"
+        and last.kind == "click"
+        and last.role == "link"
+        and last.name
+        and last.equals == 1
+    ):
+        return pager(last.name) or f"Open the {_quote(last.name)} page"
     if effect.kind in ("appeared", "text") and typed and any(t in effect.subject for t in typed):
         added = next(t for t in typed if t in effect.subject)
         where = " to the list" if effect.role in ("listitem", "checkbox", "row") else ""
         if len(acts) <= 3:
             return f"Add {_quote(added)}{where}"
-    steps = _steps(acts)
-    return steps[0].upper() + steps[1:] if steps else None
+    if effect.kind == "disappeared" and last.kind == "click" and effect.subject == last.name:
+        return None  # what was pressed went (or greyed out): that says it was pressed, no more
+    marks: list[str] = []
+    drawn = (effect.subject,) if effect.kind in ("disappeared", "state", "value") else ()
+    steps = _steps(acts, drawn, marks)
+    if not steps or not decides(effect.subject, steps, marks):
+        return None  # the words would not say what the check reads (decide.py)
+    return steps[0].upper() + steps[1:]

@@ -113,6 +113,11 @@ def show_summary(console: Console, err_console: Console, summary: RunSummary, ta
         f"episodes from {with_episodes} of {tasks} tasks; solved {manifest.solved} of "
         f"{episodes} episodes; rejects by reason: {counts_text(manifest.reject_reasons)}"
     )
+    from datagen.observe.solves import rates_at, solve_line  # reads Parquet: here only
+
+    line = solve_line(rates_at(*manifest.output)) if episodes > with_episodes else ""
+    if line:
+        console.print(plain(line), markup=False, highlight=False)
     dropped = manifest.steps_dropped
     if dropped.total:
         reasons = counts_text(dropped.by_reason)

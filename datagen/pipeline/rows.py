@@ -58,11 +58,16 @@ def group_columns(run_id: str, task_id: str, repeat: int) -> dict[str, Any]:
 @dataclass(frozen=True)
 class Hit:
     """The element a step acted on, as a replay finds it again: role, name and its position
-    among the page's elements of that role and name (0: the first)."""
+    among the page's elements of that role and name (0: the first). For a synthesised
+    task's words (annotate/tasks.py): how many such elements there were, its accessible name,
+    and its context where that tells it from them."""
 
     role: str
     name: str
     nth: int = 0
+    equals: int = 1
+    label: str = ""
+    context: str = ""
 
     @classmethod
     def of(cls, element: Element, elements: Sequence[Element]) -> Hit:
@@ -71,7 +76,9 @@ class Hit:
         nth = next((i for i, e in enumerate(equals) if e is element), None)
         if nth is None:  # an equal copy, not the object itself: the first with its box
             nth = next((i for i, e in enumerate(equals) if e.box == element.box), 0)
-        return cls(element.role, element.name, nth)
+        told = sum(e.context == element.context for e in equals) == 1
+        context = element.context if told else ""
+        return cls(element.role, element.name, nth, len(equals), element.accessible_name, context)
 
 
 @dataclass

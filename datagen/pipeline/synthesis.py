@@ -166,7 +166,8 @@ def _acts(replayer: Replayer, steps: tuple[int, ...]) -> list[Act]:
         action, hit = replayer.actions[index], replayer.hits.get(index)
         role, name = (hit.role, hit.name) if hit is not None else ("", "")
         if isinstance(action, Click):
-            acts.append(Act("click", role, name))
+            told = (hit.label, hit.context, hit.equals) if hit is not None else ("", "", 1)
+            acts.append(Act("click", role, name, "", *told))
         elif isinstance(action, TypeText):
             acts.append(Act("type", role, name, action.text))
         elif isinstance(action, Key):

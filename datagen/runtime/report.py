@@ -30,6 +30,7 @@ from bokeh.resources import INLINE
 from datagen.browser.admission import BINDINGS
 from datagen.engine.health import FIGURE, health_html, raised_anywhere
 from datagen.observe.roles import run_measures
+from datagen.observe.solves import solve_html, solve_rates
 from datagen.observe.summary import counted, counts_text, verification_line
 from datagen.observe.synth import synthesis_html
 from datagen.runtime.hosts import HOST_COLUMNS
@@ -196,6 +197,11 @@ def write_report(
         ],
         *hosts_table(read_hosts(storage)),
         *synthesis_divs(storage),
+        *[
+            Div(text=t, sizing_mode="stretch_width")
+            for t in [solve_html(solve_rates(storage))]
+            if t
+        ],
         _curves(timeline, "steps_per_s", "browser steps per second", "steps/s"),
         _curves(timeline, "screenshots_per_s", "screenshots per second", "screenshots/s"),
         _curves(timeline, "browser_memory_mb", "browser memory (USS)", "MB"),
