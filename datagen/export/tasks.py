@@ -92,13 +92,18 @@ def _plain(task: TaskSpec) -> dict[str, Any]:
 
 
 def chosen(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The kept rows, one per (start URL, effect): the shortest demonstration, then the first
-    episode id (the same list from the same run)."""
+    """The kept rows, one per (start URL, effect) and one per (start URL, instruction): the
+    shortest demonstration, then the first episode id, then the first effect (the same list
+    from the same run). Two checks of one instruction ("Press "Save changes"" read by either
+    of two messages) are one task to a trainer, not two."""
     best: dict[tuple[str, str], dict[str, Any]] = {}
-    order = sorted(rows, key=lambda r: (len(r["demo_steps"]), r["episode_id"]))
+    said: set[tuple[str, str]] = set()
+    order = sorted(rows, key=lambda r: (len(r["demo_steps"]), r["episode_id"], r["effect"]))
     for row in order:
-        if row["kept"]:
-            best.setdefault((row["start_url"], row["effect"]), row)
+        asked = (row["start_url"], row["instruction"])
+        if row["kept"] and (row["start_url"], row["effect"]) not in best and asked not in said:
+            best[(row["start_url"], row["effect"])] = row
+            said.add(asked)
     return sorted(best.values(), key=lambda r: (r["site"], r["effect_kind"], r["synth_id"]))
 
 

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from datagen.annotate.failure import fail_check, failure_lines
 from datagen.export import export_output, parse_options
-from datagen.export.tasks import export_tasks
+from datagen.export.tasks import chosen, export_tasks
 from datagen.observe.outcome import RunSummary
 from datagen.observe.summary import show_summary
 from datagen.observe.synth import synthesis_html
@@ -227,3 +227,34 @@ def test_the_run_summary_line_sums_every_shard_of_the_run(tmp_path: Path) -> Non
         "task synthesis: 9 tasks synthesised, 5 kept, dropped by proof step: not_again 3, " in text
     )
     assert "volatile 1 (5.0% of session time, 5.0 s;" in text
+
+
+def test_two_checks_of_one_instruction_are_one_task() -> None:
+    """ "Press "Save changes"" read by either of two messages, from two episodes: one task (the
+    shorter demonstration's); another instruction from the same start stays a task."""
+
+    def row(episode: str, effect: str, instruction: str, steps: list[int]) -> dict[str, Any]:
+        return {
+            "kept": True,
+            "start_url": "site://settings/",
+            "site": "settings",
+            "effect": effect,
+            "effect_kind": "text",
+            "synth_id": f"{episode}-{effect}",
+            "instruction": instruction,
+            "episode_id": episode,
+            "demo_steps": steps,
+        }
+
+    save = 'Press "Save changes"'
+    rows = [
+        row("e2", "text:All changes saved", save, [1, 2]),
+        row("e1", "text:Settings saved", save, [3]),
+        row("e1", "text:All changes saved", save, [3]),
+        row("e3", "url:#tab=privacy", 'Open the "Privacy" tab', [0]),
+    ]
+    kept = chosen(rows)
+    assert [(r["episode_id"], r["effect"]) for r in kept] == [
+        ("e1", "text:All changes saved"),
+        ("e3", "url:#tab=privacy"),
+    ]
