@@ -163,6 +163,18 @@ class Frame:
             model_h, model_w = smart_resize(height, width, options.min_pixels, options.max_pixels)
         return cls(width, height, options.coords, model_w, model_h)
 
+    def columns(self, syntax: str) -> dict[str, object]:
+        """The columns every export row carries about its frame: the convention, the action
+        syntax, the screenshot's size and the size the model sees."""
+        return {
+            "coords": self.coords,
+            "syntax": syntax,
+            "image_width": self.width,
+            "image_height": self.height,
+            "model_image_width": self.model_width,
+            "model_image_height": self.model_height,
+        }
+
     def point(self, x: float, y: float) -> tuple[float, float]:
         """A point in screenshot pixels in the convention."""
         return (

@@ -223,10 +223,5 @@ def _pair(
         "chosen_verification": chosen.get("verification"),
         **{f"rejected_{k}": v for k, v in theirs.items()},
         "rejected_failure_category": failure_category(loser),
-        "coords": options.coords,
-        "syntax": options.syntax,
-        "image_width": frame.width,
-        "image_height": frame.height,
-        "model_image_width": frame.model_width,
-        "model_image_height": frame.model_height,
+        **frame.columns(options.syntax),
     }

@@ -114,12 +114,7 @@ def rl_samples(shard: ShardData, options: ExportOptions) -> Samples:
                 "steps": records,
                 "images": images,
                 "final_screenshot": e["final_screenshot"],
-                "coords": options.coords,
-                "syntax": options.syntax,
-                "image_width": frame.width,
-                "image_height": frame.height,
-                "model_image_width": frame.model_width,
-                "model_image_height": frame.model_height,
+                **frame.columns(options.syntax),
             }
         )
     out += rl_synth(shard, options, tally, lambda f: system_text(options.syntax, f))
