@@ -8,14 +8,11 @@ no datagen import for the check) decides the fail check on the live page.
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
 import os
 import shutil
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +20,8 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 from playwright.sync_api import sync_playwright
+
+from bench.taskcheck import served as static_server
 
 pytestmark = pytest.mark.browser
 FORM = Path(__file__).resolve().parents[1] / "fixtures" / "synth" / "form"
@@ -62,14 +61,8 @@ def output(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def served() -> Iterator[str]:
     """The form over HTTP on loopback, for the checker (a POST is answered 501: the page
     thanks once the request is answered, whatever the answer)."""
-    root = str(FORM.parent)
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=root)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
+    with static_server(FORM.parent) as url:
+        yield url
 
 
 def tasks(output: Path) -> list[dict[str, Any]]:

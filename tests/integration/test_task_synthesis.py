@@ -9,19 +9,18 @@ move by themselves, which no task may use.
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import Page, sync_playwright
+
+from bench.taskcheck import served as static_server
 
 pytestmark = pytest.mark.browser
 SITES = Path(__file__).resolve().parents[1] / "fixtures" / "synth"
@@ -31,14 +30,8 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def served() -> Iterator[str]:
     """The fixture sites over HTTP on loopback, for the checker (datagen serves its own)."""
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(SITES))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
+    with static_server(SITES) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
