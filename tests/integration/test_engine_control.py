@@ -21,11 +21,11 @@ def test_budget_follows_the_engine_capacity() -> None:
     with SimServer(config) as server:
 
         async def scenario() -> tuple[list[tuple[str, int, int]], dict[str, Any]]:
-            # Rarely, beside other load, one request of the 100 sessions gets no answer at
-            # all (it once waited out a 120 s limit, and a 600 s one ran into the test's 300 s
-            # timeout; not reproduced alone, cause not found yet): it is timed out and sent
-            # again, as a worker's client does (retries), and counted (`lost` below), so the
-            # controller is what this test judges.
+            # A request shed (its client hung up) while the stand-in's step emitting its last
+            # token ran used to stop the stand-in's engine for good: every later request got
+            # no answer, and this test hung into its timeout (tests/unit/test_sim_abort.py).
+            # A request without an answer is timed out after 60 s and sent again, and counted
+            # (`lost`): none may be, and a hang shows as that assertion, not as a timeout.
             async with EngineClient(
                 server.url, max_in_flight=100, retries=2, timeout_s=60
             ) as client:
@@ -78,4 +78,4 @@ def test_budget_follows_the_engine_capacity() -> None:
     assert figures["preempted"] == 0  # no more thrashing once settled
     # getting there shed requests already sent; each was sent again, none failed
     assert figures["shed"] > 0 and not figures["failed"]
-    assert figures["lost"] <= 1, figures  # a request sent again after no answer: once at most
+    assert figures["lost"] == 0, figures  # every request answered the first time it was sent

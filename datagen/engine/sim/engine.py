@@ -145,7 +145,8 @@ class SimEngine:
         self.steps += 1
         self.labelled(self.metrics.iteration).observe(work.decode + work.prefill)
         for request in work.emit:
-            self._emit(request, now)
+            if not request.finish_reason:  # not aborted while the step ran (its client left)
+                self._emit(request, now)
         self._publish()
 
     def _schedule(self) -> StepWork:
