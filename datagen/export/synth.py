@@ -1,7 +1,8 @@
 """Synthesised tasks in the `sft` and `rl` exports: each kept task's demonstration as
 task-labelled samples, and each task as an `rl` group whose check rewards a rollout (issue 43).
 
-    committed `tasks` parts ─► chosen(): one per (start URL, effect) and per instruction, as `--format tasks`
+    committed `tasks` parts ─► chosen(): one per (start URL, effect) and per instruction,
+        as `--format tasks`
         ─► by_shard(): each on the shard of the episode it came from (ShardData.tasks)
         ─► demos(): the demonstration's steps as the minimal path showed them (`on_path`),
             then a `done` on the screen after its last step (the path's next screen)

@@ -197,11 +197,7 @@ def write_report(
         ],
         *hosts_table(read_hosts(storage)),
         *synthesis_divs(storage),
-        *[
-            Div(text=t, sizing_mode="stretch_width")
-            for t in [solve_html(solve_rates(storage))]
-            if t
-        ],
+        *solve_divs(storage),
         _curves(timeline, "steps_per_s", "browser steps per second", "steps/s"),
         _curves(timeline, "screenshots_per_s", "screenshots per second", "screenshots/s"),
         _curves(timeline, "browser_memory_mb", "browser memory (USS)", "MB"),
@@ -295,7 +291,22 @@ def synthesis_divs(storage: Storage) -> list[Div]:
     except Exception:  # the report is a by-product: never fail a run for it
         log.info("no synthesis figures for the report", exc_info=True)
         return []
-    text = synthesis_html(rows)
+    return _section(synthesis_html(rows))
+
+
+def solve_divs(storage: Storage) -> list[Div]:
+    """The solve rate per task's section (observe/solves.py); none when no task had more than
+    one episode."""
+    try:
+        rates = solve_rates(storage)
+    except Exception:  # the report is a by-product: never fail a run for it
+        log.info("no solve rates for the report", exc_info=True)
+        return []
+    return _section(solve_html(rates))
+
+
+def _section(text: str) -> list[Div]:
+    """An HTML section of the report, or nothing for no text."""
     return [Div(text=text, sizing_mode="stretch_width")] if text else []
 
 
