@@ -258,6 +258,13 @@ def test_s3_output_with_transient_failures_reads_back_everywhere(
         monkeypatch.setenv("AWS_ENDPOINT_URL_S3", endpoint)
         uri = "s3://datagen-test/runs/one"
         got = {t: read_committed(uri, t).to_table() for t in TABLES}
+        # exactly what the run committed, every table: its manifest's counts, read back
+        s3 = boto3.client("s3", endpoint_url=endpoint)
+        body = s3.get_object(Bucket="datagen-test", Key="runs/one/_manifest.json")["Body"]
+        manifest = json.loads(body.read())
+        assert {t: table.num_rows for t, table in got.items()} == {
+            t: manifest["tables"][t]["rows"] for t in TABLES
+        }
         assert_same_rows({t: table.to_pylist() for t, table in got.items()}, reference)
         episode_ids = got["episodes"].column("episode_id").to_pylist()
         assert sorted(episode_ids) == sorted(r["episode_id"] for r in rows(reference, "episodes"))
@@ -270,7 +277,6 @@ def test_s3_output_with_transient_failures_reads_back_everywhere(
         counted = duckdb.sql("select count(distinct episode_id) from steps_arrow").fetchall()[0][0]
         assert counted == len(episode_ids)
 
-        s3 = boto3.client("s3", endpoint_url=endpoint)
         keys = [
             o["Key"]
             for o in s3.list_objects_v2(Bucket="datagen-test", Prefix="runs/one/")["Contents"]
