@@ -200,6 +200,7 @@ def _rows(
         kept += c.dropped is None
         actions: list[Action] = [done.get(i, replayer.actions[i]) for i in demo]
         writes = _writes(replayer, first, demo)
+        last = replayer.hits.get(demo[-1])
         rows.append(
             TaskRow(
                 **out.ids,
@@ -218,6 +219,7 @@ def _rows(
                 proof_replays=2 if c.dropped is None else 0,
                 false_on_start=starts if c.dropped is None else 0,
                 writes=writes,
+                demo_element=[last.role, last.name] if last is not None else [],
             )
         )
     return rows

@@ -35,7 +35,9 @@ class TaskRow(RowBase):
     dropped_at: str | None = Field(
         None,
         description="the proof step that dropped it: volatile | holds_at_start | "
-        "not_after_demo | not_again | not_specific | no_words | over_limit",
+        "not_after_demo | not_again | transient | not_specific | no_words | over_limit "
+        "(not_specific: within its shard here; export and the run summary also drop those an "
+        "episode of another shard disproves: sink/synthesised.py)",
     )
     proof_replays: int = Field(0, description="sealed replays it was proven on (true after each)")
     false_on_start: int = Field(
@@ -56,6 +58,12 @@ class TaskRow(RowBase):
         default_factory=list,
         description="episode ids whose final recorded observation showed the fail check's "
         "message (schema 1.7)",
+    )
+    demo_element: list[str] = Field(
+        default_factory=list,
+        description="[role, name] of the element the demonstration's last step acted on "
+        "(empty: none found): episodes that acted on it are no evidence against the task "
+        "(schema 1.8)",
     )
     writes: list[str] = Field(
         default_factory=list,
