@@ -75,6 +75,14 @@ def task_line(row: dict[str, Any]) -> TaskSpec:
                 f"start observations and {len(row['false_on_episodes'])} other episodes",
                 **({"writes": "; ".join(row["writes"])} if row.get("writes") else {}),
                 **(
+                    {
+                        "words": f"reworded by {row['reword_model']}",
+                        "ours": row["synth_instruction"],
+                    }
+                    if row.get("synth_instruction")
+                    else {}
+                ),
+                **(
                     {"fail_from": ",".join(row["fail_episodes"] or [])}
                     if row.get("fail_json")
                     else {}

@@ -38,9 +38,10 @@ import time
 from dataclasses import dataclass
 
 from datagen.annotate.failure import fail_check
+from datagen.annotate.reword import ROLE, reword
 from datagen.annotate.tasks import Act, Effect, effects, instruction, mask, volatile
 from datagen.config import TasksConfig
-from datagen.pipeline.context import SynthMemo
+from datagen.pipeline.context import ShardContext, SynthMemo
 from datagen.pipeline.replay import Replayer, Screens
 from datagen.pipeline.rows import EpisodeOutcome, digest
 from datagen.records import Action, Click, Key, PageState, TaskRow, TaskSpec, TypeText, action_repr
@@ -328,3 +329,17 @@ def _fail(
         return {}
     check, shown = found
     return {"fail_json": check.model_dump_json(exclude_none=True), "fail_episodes": shown}
+
+
+async def reworded(outcomes: list[EpisodeOutcome], ctx: ShardContext) -> None:
+    """With a relabel role (annotation.relabel): each kept task's words as the model rewords
+    them where they keep the names its check decides (annotate/reword.py); the check is
+    never the model's. After specific(): only tasks the shard keeps are asked."""
+    engines = ctx.engines
+    if ctx.config.annotation.relabel is None or engines is None or not engines.has(ROLE):
+        return
+
+    async def one(o: EpisodeOutcome, i: int) -> None:
+        o.tasks[i] = await reword(o.tasks[i], engines)
+
+    await asyncio.gather(*(one(o, i) for o in outcomes for i, r in enumerate(o.tasks) if r.kept))

@@ -70,3 +70,20 @@ class TaskRow(RowBase):
         description="the state-changing requests the demonstration sent, in order, from the "
         "episode's recording: `<step> <METHOD> <path>` (schema 1.7)",
     )
+    synth_instruction: str | None = Field(
+        None,
+        description="our words (annotate/tasks.py) where the relabel role's replaced them in "
+        "`instruction`; null: `instruction` is ours (schema 1.8)",
+    )
+    reword_output: str | None = Field(
+        None, description="the relabel role's raw answer when asked to reword (schema 1.8)"
+    )
+    reword_accepted: bool | None = Field(
+        None,
+        description="its words kept every quoted name the check decides, and replaced ours; "
+        "null: not asked (schema 1.8)",
+    )
+    reword_model: str | None = Field(None, description="served model name of the relabel role")
+    reword_standin: bool | None = Field(
+        None, description="true: the reworded words came from datagen's stand-in"
+    )
