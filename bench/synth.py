@@ -24,6 +24,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
 
 from datagen.sink.read import read_committed
 from datagen.sink.storage import LocalStorage
+from datagen.sink.synthesised import synthesised
 from datagen.sink.writer import read_markers
 
 
@@ -32,7 +33,7 @@ def figures(out: str) -> list[str]:
     markers = read_markers(LocalStorage(out))
     synth = sum(m.stats.synth_s for m in markers)
     session = sum(m.stats.session_s for m in markers)
-    tasks = read_committed(out, "tasks").to_table().to_pylist()
+    tasks = synthesised(LocalStorage(out))  # specificity decided over the whole run
     columns = ["task_id", "episode_id", "verification"]
     episodes = read_committed(out, "episodes", columns).to_table().to_pylist()
     columns = ["episode_id", "step_index", "needed", "action_type"]

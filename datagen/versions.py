@@ -25,4 +25,6 @@ __version__ = "0.1.0"
 # 1.6: the tasks table (synthesised tasks, issue 43); SuccessCheck's element kind (added only)
 # 1.7: tasks.fail_json, fail_episodes and writes (a synthesised task's fail check and the
 # writes its demonstration sent) (added columns only)
-SCHEMA_VERSION = "1.7"
+# 1.8: episodes.final_state_json and acted_json, tasks.demo_element (what run-wide
+# specificity reads); tasks.dropped_at transient (added columns only)
+SCHEMA_VERSION = "1.8"

@@ -13,8 +13,10 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Iterable
 
 from playwright.async_api import BrowserContext, CDPSession, Page, Request, Response, WebSocket
+from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from datagen.browser.actions import execute
 from datagen.browser.egress import REASON_HEADER, EgressProxy
@@ -41,6 +43,16 @@ log = logging.getLogger(__name__)
 LONG_REQUEST_S = 2.0  # a request open longer than this is a poll or a stream, not loading
 CONCURRENT_LOADS = 4  # both cores saturate at ~4 active pages: more loads at once only time out
 CHECK_SETTLE_MS = 5000
+# Where a page puts messages that may go by themselves (a toast, "Added ✓"): live regions
+LIVE = "[aria-live]:not([aria-live=off]), [role=status], [role=alert], [role=log], [role=timer], output"
+LIVE_TEXT = (
+    f"() => [...document.querySelectorAll('{LIVE}')]"
+    ".filter((e) => !e.checkVisibility || e.checkVisibility())"
+    ".map((e) => e.innerText).join('\\n')"
+)
+GONE_JS = (
+    "(lines) => !lines.some((l) => (document.body ? document.body.innerText : '').includes(l))"
+)
 # How Chromium reports a request the egress proxy refused when the page gets no response
 PROXY_FAILURES = ("net::ERR_TUNNEL_CONNECTION_FAILED", "net::ERR_FAILED")
 # The check's value, awaited when it is a promise (bounded: one that never settles is broken),
@@ -253,6 +265,22 @@ class Session:
         if check.element is not None:  # the same pure rule as offline: records/state.py
             elements, _, _ = await self.elements()
             return element_holds(check.element, PageState.of(self.page.url, "", elements))
+        return True
+
+    async def live_lines(self) -> set[str]:
+        """The lines the page's live regions show now (aria-live, role status, alert, log,
+        marquee or timer, <output>)."""
+        text = await self.page.evaluate(LIVE_TEXT)
+        return {line.strip() for line in str(text).splitlines() if line.strip()}
+
+    async def until_gone(self, lines: Iterable[str], within_s: float) -> bool:
+        """Wait until none of `lines` is in the body's text, at most `within_s`; were they?"""
+        try:
+            await self.page.wait_for_function(
+                GONE_JS, arg=sorted(lines), timeout=within_s * 1000, polling=100
+            )
+        except PlaywrightTimeout:
+            return False
         return True
 
     async def state(self) -> PageState:

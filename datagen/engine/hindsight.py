@@ -6,6 +6,9 @@ the episode row stores `HINDSIGHT.tag` as `relabel_prompt_version`.
         ─► relabel role ─► RelabelAnswer {thought, instruction}
     instruction + actions + final screenshot ─► check_messages() + RelabelVerdict schema
         ─► judge role, or the relabel role again ─► RelabelVerdict {reason, fulfilled}
+    a synthesised task's instruction + its demonstration in words ─► reword_messages() +
+        RewordAnswer schema ─► relabel role ─► RewordAnswer {instruction} (annotate/reword.py
+        keeps it only where it names what the task's check reads)
     a prompt's text ─► read_actions() ─► the action lines (the stand-in answers from them)
 
 The prompts carry no coordinates, so they do not depend on the navigation profile's frame.
@@ -44,6 +47,10 @@ class RelabelAnswer(Strict):
 class RelabelVerdict(Strict):
     reason: str
     fulfilled: bool
+
+
+class RewordAnswer(Strict):
+    instruction: str = Field(description="the task's instruction, reworded as a person asks")
 
 
 @dataclass(frozen=True)
@@ -146,5 +153,23 @@ class HindsightProfile:
             }
         ]
 
+    def reword_schema(self) -> dict[str, Any]:
+        return RewordAnswer.model_json_schema()
+
+    def reword_messages(self, instruction: str, actions: Sequence[str]) -> list[dict[str, Any]]:
+        """One user turn, text only: a synthesised task's instruction (written by a template
+        from the page), its demonstration's steps in words, and the ask to reword it."""
+        text = (
+            "A task on a web page, its instruction written by a template from the page's own "
+            f"names:\nInstruction: {json.dumps(instruction)}\n"
+            f"{ACTIONS_HEADER}\n{action_lines([(a, None) for a in actions])}\n\n"
+            "Reword the instruction as a person would ask for the outcome: one imperative "
+            "sentence. Keep every quoted name exactly as written, in double quotes; name "
+            "nothing the instruction and the actions do not.\n"
+            f"Answer as JSON: {json.dumps(self.reword_schema())}"
+        )
+        return [{"role": "user", "content": [{"type": "text", "text": text}]}]
+
 
 HINDSIGHT = HindsightProfile("hindsight", "1")
+REWORD_INSTRUCTION = "Instruction: "  # the reword prompt's line with the instruction (JSON)

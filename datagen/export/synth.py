@@ -31,8 +31,8 @@ from datagen.export.options import ExportOptions
 from datagen.export.source import Row, ShardData, group_id
 from datagen.export.tasks import chosen, synth_task_id
 from datagen.export.trajectory import image_size, trajectory
-from datagen.sink.read import iter_committed
 from datagen.sink.storage import Storage
+from datagen.sink.synthesised import synthesised
 
 SOURCE = "synthesised"  # `instruction_source` of a synthesised task's samples
 DONE = json.dumps({"type": "done", "answer": ""})
@@ -44,11 +44,7 @@ def by_shard(storage: Storage, exported: frozenset[int] = frozenset()) -> dict[i
     effect), across shards), by the shard of the episode each came from. A (start URL,
     effect) kept in a shard `exported` already (an earlier export of this folder took one of
     them then) is not given again by a shard committed since."""
-    rows = [
-        {**r, "shard": shard}
-        for shard, part in iter_committed(storage, "tasks")
-        for r in part.to_pylist()
-    ]
+    rows = synthesised(storage)  # specificity decided over the whole run
     done = {(r["start_url"], r["effect"]) for r in rows if r["kept"] and r["shard"] in exported}
     out: dict[int, list[Row]] = {}
     for row in chosen(rows):

@@ -19,12 +19,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from datagen.records import TaskSpec
-from datagen.sink.read import iter_committed
 from datagen.sink.storage import open_storage
+from datagen.sink.synthesised import synthesised
 
 # steps a run of a task may take beyond its demonstration: room to recover, not to wander
 SLACK_STEPS = 3
-PROOF_STEPS = ("volatile", "holds_at_start", "not_after_demo", "not_again", "not_specific")
+PROOF_STEPS = (
+    "volatile",
+    "holds_at_start",
+    "not_after_demo",
+    "not_again",
+    "transient",
+    "not_specific",
+)
 
 
 @dataclass
@@ -67,6 +74,14 @@ def task_line(row: dict[str, Any]) -> TaskSpec:
                 "proof": f"{row['proof_replays']} replays; false on {row['false_on_start']} "
                 f"start observations and {len(row['false_on_episodes'])} other episodes",
                 **({"writes": "; ".join(row["writes"])} if row.get("writes") else {}),
+                **(
+                    {
+                        "words": f"reworded by {row['reword_model']}",
+                        "ours": row["synth_instruction"],
+                    }
+                    if row.get("synth_instruction")
+                    else {}
+                ),
                 **(
                     {"fail_from": ",".join(row["fail_episodes"] or [])}
                     if row.get("fail_json")
@@ -119,8 +134,10 @@ def card(rows: list[dict[str, Any]], kept: list[dict[str, Any]]) -> str:
         "",
         f"{len(kept)} tasks, one per (start URL, effect), from {len(rows)} candidates. Each "
         "check is decided by a program (never a model); each was false at the start, true "
-        "after its demonstration on two sealed replays, and false on the final state of the "
-        "run's other episodes from the same start that did not act as it did.",
+        "after its demonstration on two sealed replays (and, for a message in a live region, "
+        "still true once it had time to go: not `transient`), and false on the final state "
+        "of the run's other episodes from the same start that did not act as it did, in "
+        "every shard.",
         "",
         "| effect kind | tasks |",
         "|---|---|",
@@ -156,7 +173,7 @@ def card(rows: list[dict[str, Any]], kept: list[dict[str, Any]]) -> str:
 def export_tasks(source: str, to: str | None = None, endpoint_url: str | None = None) -> TaskExport:
     """Write `tasks.jsonl` and `README.md` under `to` (default `<source>/exports/tasks`)."""
     storage = open_storage(source, endpoint_url)
-    rows = [r for _, part in iter_committed(storage, "tasks") for r in part.to_pylist()]
+    rows = synthesised(storage)  # specificity decided over the whole run
     kept = chosen(rows)
     target = to or source.rstrip("/") + "/exports/tasks"
     out = open_storage(target, endpoint_url)

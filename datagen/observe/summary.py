@@ -138,11 +138,13 @@ def show_summary(console: Console, err_console: Console, summary: RunSummary, ta
     )
     if line:
         console.print(plain(line), markup=False, highlight=False)
+    kept, cut = sum(r.tasks_synthesised for r in results), summed(r.tasks_dropped for r in results)
+    if kept:  # what the whole run proved: a task another shard's episode disproves is dropped
+        from datagen.observe.synth import run_counts  # reads Parquet: here only
+
+        kept, cut = run_counts(*manifest.output) or (kept, cut)
     line = synthesis_line(
-        sum(r.session_s for r in results),
-        sum(r.synth_s for r in results),
-        sum(r.tasks_synthesised for r in results),
-        summed(r.tasks_dropped for r in results),
+        sum(r.session_s for r in results), sum(r.synth_s for r in results), kept, cut
     )
     if line:
         console.print(plain(line), markup=False, highlight=False)

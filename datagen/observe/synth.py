@@ -1,30 +1,54 @@
 """The run report's section on synthesised tasks (issue 43), from the committed `tasks` rows.
 
-    committed `tasks` rows (runtime/report.py reads them) ─► synthesis_html() ─► the report
+    committed `tasks` rows, specificity decided run-wide (sink/synthesised.py; runtime/
+    report.py reads them) ─► synthesis_html() ─► the report
+    the same rows ─► run_counts() ─► the run summary's line (observe/summary.py)
 
 Counts only: kept tasks by effect kind and by site, candidates dropped at each proof step,
 kept tasks with a `fail` check, and the writes their demonstrations sent by method. The same
-candidates are in the run summary's line (summed over every shard's result); duplicates of a
+candidates are in the run summary's line; duplicates of a
 (start URL, effect) across shards are counted here as kept, as in the table (the task list of
 `datagen export OUT -f tasks` keeps one of each).
 """
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from html import escape
 from typing import Any
+
+from datagen.sink.storage import open_storage
+from datagen.sink.synthesised import synthesised
+
+log = logging.getLogger(__name__)
 
 PROOF = (
     "volatile",
     "holds_at_start",
     "not_after_demo",
     "not_again",
+    "transient",
     "not_specific",
     "no_words",
     "over_limit",
 )
+
+
+def run_counts(uri: str, endpoint_url: str | None = None) -> tuple[int, dict[str, int]] | None:
+    """The output's synthesised tasks kept, and those dropped by proof step, specificity
+    decided over the whole run (sink/synthesised.py); None when they cannot be read (the
+    summary then says what the shards proved, the reason logged) or hold none."""
+    try:
+        rows = synthesised(open_storage(uri, endpoint_url))
+    except Exception:
+        log.info("no run-wide synthesis counts", exc_info=True)
+        return None
+    if not rows:
+        return None
+    dropped = Counter(str(r["dropped_at"]) for r in rows if not r["kept"])
+    return sum(1 for r in rows if r["kept"]), dict(dropped)
 
 
 def _table(title: str, counts: Mapping[str, int]) -> str:

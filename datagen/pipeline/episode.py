@@ -13,6 +13,7 @@ an error or a blank page, that page is a reject and the session goes back (cours
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable
 from typing import TypeVar
@@ -195,7 +196,14 @@ class Episode:
         out.episode = self._row(session, final)
         if self.ctx.config.annotation.tasks is not None:  # other episodes' tasks: specificity
             text = await self._bounded(session.page.evaluate(BODY_TEXT), "reading the final page")
-            out.final_state = PageState.of(final.url, str(text), final.elements)
+            out.final_state = state = PageState.of(final.url, str(text), final.elements)
+            acted = sorted({(h.role, h.name) for h in out.hits.values()})
+            out.episode = out.episode.model_copy(
+                update={
+                    "final_state_json": state.model_dump_json(),
+                    "acted_json": json.dumps([list(pair) for pair in acted]),
+                }
+            )
 
     def _row(self, session: Session, final: Observation) -> EpisodeRow:
         task, out = self.task, self.out

@@ -39,6 +39,9 @@ from datagen.records import (
 
 log = logging.getLogger(__name__)
 OBSERVED_UP_TO = 2  # steps: a replay this short takes its screens as it goes
+# A message in a live region still shown this long after the last step's state is no toast:
+# the bundled sites' toasts go after 1.2 to 3 s from when they appear, before the scan
+PERSIST_S = 3.0
 
 
 @dataclass
@@ -56,6 +59,11 @@ class Screens:
     # at each of `states`: how many of the episode's writes the replay had repeated (the
     # writes of step i: the recording's writes[writes[i]:writes[i + 1]])
     writes: list[int] = field(default_factory=list)
+    # watching messages (task synthesis): the lines the page's live regions showed at each of
+    # `states`, and the state once those that named a watched subject went, or PERSIST_S
+    # after the last step (None: no such line after the start)
+    live: list[set[str]] = field(default_factory=list)
+    later: PageState | None = None
 
 
 class Replayer:
@@ -88,6 +96,7 @@ class Replayer:
         self.watch: StragglerWatch | None = None
         self.states = False  # the replay in progress records its states (`replay`)
         self.gap = 0.0  # and the start state a second time, this many seconds later
+        self.watch_text: frozenset[str] = frozenset()  # and the live regions' (Screens.live)
 
     @property
     def requests(self) -> Requests:
@@ -126,11 +135,13 @@ class Replayer:
         judge: bool = True,
         states: bool = False,
         gap: float = 0.0,
+        watch: frozenset[str] = frozenset(),
     ) -> Screens | None:
         """Replay `steps`; the path (its screens and states when `observe`, its states alone
-        when `states`, the start state again `gap` seconds after the first when `gap`) if it
-        stayed the episode's trajectory and the check passed (not asked unless `judge`), else
-        None."""
+        when `states`, the start state again `gap` seconds after the first when `gap`, the
+        live regions' lines at each state and the state once those naming any of `watch` went
+        when `watch`) if it stayed the episode's trajectory and the check passed (not asked
+        unless `judge`), else None."""
         ctx = self.ctx
         router = ReplayRouter(self.recording, self.live)
         try:
@@ -140,7 +151,7 @@ class Replayer:
             # covers the page's foot, and clicks there would land on it
             if self.consent is not None:
                 await answer_consent(session, ctx.config.browser.consent)
-            self.states, self.gap = states, gap
+            self.states, self.gap, self.watch_text = states, gap, watch
             return await self._run(session, steps, router, observe, judge)
         except (*BROWSER_FAILURES, TimeoutError) as exc:
             await self.sandbox.close()  # a context a failure went through is not reused
@@ -168,6 +179,7 @@ class Replayer:
             path.states.append(await _state(session, obs))
         elif self.states:
             path.states.append(await session.state())
+            await self._messages(session, path, last=True)
         path.writes.append(router.state)
         if await self._failed(session, "after the last step"):
             return None
@@ -203,6 +215,7 @@ class Replayer:
                 elements = await self._observe(session, index, path, action)
             elif self.states:  # what checks read, without a screenshot (task synthesis)
                 path.states.append(await session.state())
+                await self._messages(session, path)
                 if self.gap and len(path.states) == 1:
                     await asyncio.sleep(self.gap)
                     path.again = await session.state()
@@ -273,6 +286,21 @@ class Replayer:
         path.steps[index] = (image, words, obs.url)
         path.states.append(await _state(session, obs))
         return obs.elements
+
+    async def _messages(self, session: Session, path: Screens, last: bool = False) -> None:
+        """With subjects to watch: the live regions' lines into `path.live`; after the last
+        step, the state again once the lines that appeared since the start naming a watched
+        subject went, or PERSIST_S later (a toast's message is no effect to reward)."""
+        if not self.watch_text:
+            return
+        path.live.append(await session.live_lines())
+        if not last:
+            return
+        shown = {line for lines in path.live[1:] for line in lines} - path.live[0]
+        named = {line for line in shown if any(s in line for s in self.watch_text)}
+        if named:
+            await session.until_gone(named, PERSIST_S)
+            path.later = await session.state()
 
     async def _failed(self, session: Session, when: str) -> bool:
         """Did the task's `fail` check pass (as in the episode: solved by nothing after it)?"""

@@ -23,7 +23,7 @@ from datagen.pipeline.episode import relabel, run_episode
 from datagen.pipeline.hosts import HostTurn, LocalHosts
 from datagen.pipeline.pool import EpisodePool
 from datagen.pipeline.rows import EpisodeOutcome
-from datagen.pipeline.synthesis import specific
+from datagen.pipeline.synthesis import reworded, specific
 from datagen.pipeline.verify import verify
 from datagen.records import EpisodeRow, ShardResult, TaskSpec
 from datagen.sink.writer import write_shard
@@ -73,6 +73,7 @@ async def run_shard(shard: int, tasks: list[TaskSpec], ctx: ShardContext) -> Sha
     if ctx.host.launches != launch or not await ctx.host.responsive():
         raise BrowserDied(f"the browser closed or stopped answering under shard {shard}")
     specific(outcomes)  # a task true where its demonstration was not done is no task
+    await reworded(outcomes, ctx)  # the model's words, where they keep the check's names
     tables: dict[str, list[Any]] = {
         "episodes": [],
         "steps": [],

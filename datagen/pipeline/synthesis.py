@@ -6,10 +6,12 @@
          (annotate/tasks.py) ─► candidates, each a check; those another episode of the shard
          from the same start proved already are left out (no replay when none is left)
       ─► one more replay, its states scanned at each point; the first of the shard for its
-         start observes the start twice, GAP_S apart ─► kept: false on every start state
-         (both replays', the later one), true after its demonstration on both replays, and
-         nothing in it that moved between the observations of the start or between the two
-         replays' states after the same steps
+         start observes the start twice, GAP_S apart; a message a live region showed that
+         names a worded candidate is followed until it goes (replay.PERSIST_S at most)
+         ─► kept: false on every start state (both replays', the later one), true after its
+         demonstration on both replays, nothing in it that moved between the observations of
+         the start or between the two replays' states after the same steps, and not a
+         message of a live region gone a moment later (`transient`: a toast)
       ─► TaskRow per candidate (kept, or the proof step that dropped it) on EpisodeOutcome.tasks
     shard.py, once the shard's episodes ended: specific() ─► false on the final state of every
       other episode from the same start that did not act on the demonstration's last element;
@@ -36,9 +38,10 @@ import time
 from dataclasses import dataclass
 
 from datagen.annotate.failure import fail_check
+from datagen.annotate.reword import ROLE, reword
 from datagen.annotate.tasks import Act, Effect, effects, instruction, mask, volatile
 from datagen.config import TasksConfig
-from datagen.pipeline.context import SynthMemo
+from datagen.pipeline.context import ShardContext, SynthMemo
 from datagen.pipeline.replay import Replayer, Screens
 from datagen.pipeline.rows import EpisodeOutcome, digest
 from datagen.records import Action, Click, Key, PageState, TaskRow, TaskSpec, TypeText, action_repr
@@ -57,6 +60,7 @@ class Candidate:
     k: int
     effect: Effect
     dropped: str | None = None
+    words: str | None = None  # its instruction (None: none decides it)
 
 
 async def synthesise(
@@ -87,7 +91,10 @@ async def synthesise(
             return
         claimed = {c.effect.key for c in found}
         proven |= claimed
-        again = await _replay_again(replayer, steps, memo, start_url)
+        for c in found:  # before the replay: only a task with words is watched for a toast
+            c.words = instruction(c.effect, _acts(replayer, steps[: c.k]))
+        watch = frozenset(c.effect.subject for c in found if c.words and c.effect.subject)
+        again = await _replay_again(replayer, steps, memo, start_url, watch)
         starts = _prove(found, path, again, memo.moved.get(start_url, set()))
         rows = _rows(out, task, replayer, found, steps, path, config, starts)
         kept = {r.effect for r in rows if r.kept}
@@ -100,19 +107,24 @@ async def synthesise(
 
 
 async def _replay_again(
-    replayer: Replayer, steps: tuple[int, ...], memo: SynthMemo, start_url: str
+    replayer: Replayer,
+    steps: tuple[int, ...],
+    memo: SynthMemo,
+    start_url: str,
+    watch: frozenset[str],
 ) -> Screens | None:
-    """The proof's second replay, its states scanned. The shard's first for `start_url`
-    observes the start twice, GAP_S apart, into `memo.moved`; the others (the shard's
-    episodes synthesise at once) wait for that instead of waiting GAP_S each."""
+    """The proof's second replay, its states scanned, the live regions' messages naming a
+    subject of `watch` followed until they go (replay.PERSIST_S at most). The shard's first
+    for `start_url` observes the start twice, GAP_S apart, into `memo.moved`; the others (the
+    shard's episodes synthesise at once) wait for that instead of waiting GAP_S each."""
     gauged = memo.gauged.get(start_url)
     if gauged is not None:
-        again = await replayer.replay(steps, judge=False, states=True)
+        again = await replayer.replay(steps, judge=False, states=True, watch=watch)
         await gauged.wait()
         return again
     memo.gauged[start_url] = done = asyncio.Event()
     try:
-        again = await replayer.replay(steps, judge=False, states=True, gap=GAP_S)
+        again = await replayer.replay(steps, judge=False, states=True, gap=GAP_S, watch=watch)
         if again is not None and again.again is not None:
             memo.moved[start_url] = volatile(again.states[0], again.again)
         return again
@@ -156,7 +168,19 @@ def _prove(found: list[Candidate], first: Screens, again: Screens | None, moved:
             or c.effect.check.holds_on(again.states[c.k]) is not True
         ):
             c.dropped = "not_again"
+        elif _transient(c, again):
+            c.dropped = "transient"
     return len(starts)
+
+
+def _transient(c: Candidate, again: Screens) -> bool:
+    """Is the candidate a message in a live region (a toast: "Added ✓") that was gone a
+    moment after the demonstration (Screens.later)? A reward true for seconds only."""
+    if again.later is None or len(again.live) <= c.k:
+        return False
+    if not any(c.effect.subject in line for line in again.live[c.k]):
+        return False
+    return c.effect.check.holds_on(again.later) is not True
 
 
 def _acts(replayer: Replayer, steps: tuple[int, ...]) -> list[Act]:
@@ -192,7 +216,7 @@ def _rows(
     rows, kept = [], 0
     for c in found:
         demo = steps[: c.k]
-        words = instruction(c.effect, _acts(replayer, demo))
+        words = c.words
         if c.dropped is None and words is None:
             c.dropped = "no_words"
         if c.dropped is None and kept >= config.per_episode:
@@ -200,6 +224,7 @@ def _rows(
         kept += c.dropped is None
         actions: list[Action] = [done.get(i, replayer.actions[i]) for i in demo]
         writes = _writes(replayer, first, demo)
+        last = replayer.hits.get(demo[-1])
         rows.append(
             TaskRow(
                 **out.ids,
@@ -218,6 +243,7 @@ def _rows(
                 proof_replays=2 if c.dropped is None else 0,
                 false_on_start=starts if c.dropped is None else 0,
                 writes=writes,
+                demo_element=[last.role, last.name] if last is not None else [],
             )
         )
     return rows
@@ -303,3 +329,17 @@ def _fail(
         return {}
     check, shown = found
     return {"fail_json": check.model_dump_json(exclude_none=True), "fail_episodes": shown}
+
+
+async def reworded(outcomes: list[EpisodeOutcome], ctx: ShardContext) -> None:
+    """With a relabel role (annotation.relabel): each kept task's words as the model rewords
+    them where they keep the names its check decides (annotate/reword.py); the check is
+    never the model's. After specific(): only tasks the shard keeps are asked."""
+    engines = ctx.engines
+    if ctx.config.annotation.relabel is None or engines is None or not engines.has(ROLE):
+        return
+
+    async def one(o: EpisodeOutcome, i: int) -> None:
+        o.tasks[i] = await reword(o.tasks[i], engines)
+
+    await asyncio.gather(*(one(o, i) for o in outcomes for i, r in enumerate(o.tasks) if r.kept))

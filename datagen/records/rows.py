@@ -293,6 +293,19 @@ class EpisodeRow(Provenance, RowBase):
         "kind as Chromium names it (document, fetch, xhr, script, ping, websocket, …) or "
         "unrouted (a connection no route saw: workers, beacons at close; met the sealed proxy)",
     )
+    # task synthesis (annotation.tasks): what run-wide specificity reads of every episode
+    final_state_json: str | None = Field(
+        None,
+        description="the final page as a check reads it (URL, body text, visible elements: "
+        "records/state.py PageState as JSON), with annotation.tasks on: a synthesised task of "
+        "another shard from the same start must be false on it (schema 1.8)",
+    )
+    acted_json: str | None = Field(
+        None,
+        description="the elements its steps acted on, as a JSON list of [role, name] pairs, "
+        "with annotation.tasks on: an episode that acted on a task's last demonstrated element "
+        "may have made its effect, and is no evidence against it (schema 1.8)",
+    )
 
 
 class GroundingRow(RowBase):

@@ -35,7 +35,9 @@ class TaskRow(RowBase):
     dropped_at: str | None = Field(
         None,
         description="the proof step that dropped it: volatile | holds_at_start | "
-        "not_after_demo | not_again | not_specific | no_words | over_limit",
+        "not_after_demo | not_again | transient | not_specific | no_words | over_limit "
+        "(not_specific: within its shard here; export and the run summary also drop those an "
+        "episode of another shard disproves: sink/synthesised.py)",
     )
     proof_replays: int = Field(0, description="sealed replays it was proven on (true after each)")
     false_on_start: int = Field(
@@ -57,8 +59,31 @@ class TaskRow(RowBase):
         description="episode ids whose final recorded observation showed the fail check's "
         "message (schema 1.7)",
     )
+    demo_element: list[str] = Field(
+        default_factory=list,
+        description="[role, name] of the element the demonstration's last step acted on "
+        "(empty: none found): episodes that acted on it are no evidence against the task "
+        "(schema 1.8)",
+    )
     writes: list[str] = Field(
         default_factory=list,
         description="the state-changing requests the demonstration sent, in order, from the "
         "episode's recording: `<step> <METHOD> <path>` (schema 1.7)",
+    )
+    synth_instruction: str | None = Field(
+        None,
+        description="our words (annotate/tasks.py) where the relabel role's replaced them in "
+        "`instruction`; null: `instruction` is ours (schema 1.8)",
+    )
+    reword_output: str | None = Field(
+        None, description="the relabel role's raw answer when asked to reword (schema 1.8)"
+    )
+    reword_accepted: bool | None = Field(
+        None,
+        description="its words kept every quoted name the check decides, and replaced ours; "
+        "null: not asked (schema 1.8)",
+    )
+    reword_model: str | None = Field(None, description="served model name of the relabel role")
+    reword_standin: bool | None = Field(
+        None, description="true: the reworded words came from datagen's stand-in"
     )

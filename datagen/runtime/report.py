@@ -39,6 +39,7 @@ from datagen.sink.hosts import read_hosts
 from datagen.sink.models import Manifest
 from datagen.sink.read import iter_committed
 from datagen.sink.storage import Storage
+from datagen.sink.synthesised import synthesised
 
 log = logging.getLogger(__name__)
 REPORT = "_report.html"
@@ -287,7 +288,7 @@ def step_latencies(dataset: Any, limit: int = 500_000) -> dict[str, np.ndarray]:
 def synthesis_divs(storage: Storage) -> list[Div]:
     """The synthesised tasks' section (observe/synth.py); none when the run made none."""
     try:
-        rows = [r for _, part in iter_committed(storage, "tasks") for r in part.to_pylist()]
+        rows = synthesised(storage)  # specificity decided over the whole run
     except Exception:  # the report is a by-product: never fail a run for it
         log.info("no synthesis figures for the report", exc_info=True)
         return []

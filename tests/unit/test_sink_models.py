@@ -66,7 +66,7 @@ def test_files_of_a_real_run_read_and_write_back_byte_for_byte() -> None:
     assert manifest.to_json() == manifest_raw
     assert manifest.output == ("/tmp/typed-demo", None)
     # the card lists the features of today's schema: all but those added since, as 0.1.0 wrote it
-    added = ADDED_IN_1_2 | ADDED_IN_1_3 | ADDED_IN_1_4 | ADDED_IN_1_5
+    added = ADDED_IN_1_2 | ADDED_IN_1_3 | ADDED_IN_1_4 | ADDED_IN_1_5 | ADDED_IN_1_8
     assert _without(dataset_card(manifest), added) == (demo / "README.md").read_text()
 
 
@@ -107,6 +107,8 @@ ADDED_IN_1_4 = {  # schema 1.4: replays from recorded traffic, the minimal path 
 
 
 ADDED_IN_1_5 = {"verify_requests"}  # schema 1.5: every request of the replays, by fate
+# schema 1.8: what run-wide specificity reads of each episode (synthesised tasks)
+ADDED_IN_1_8 = {"final_state_json", "acted_json"}
 
 
 def _without(card: str, names: set[str]) -> str:

@@ -5,6 +5,8 @@ the rows it produced say so (`relabel_standin`), because the stand-in's model li
     request with the RelabelAnswer schema  ─► the last actions that did something, as one
         instruction ("Click the "Save" button, then type "x" into the "Name" field")
     request with the RelabelVerdict schema ─► fulfilled when some listed action did something
+    request with the RewordAnswer schema   ─► the prompt's instruction as a request
+        (`Check "Buy milk"` ─► `Please check "Buy milk".`), its quoted names kept
 
 An action "did something" unless it failed or is a scroll, a wait or the end of the episode:
 a trajectory of only those is relabeled "Scroll through the page", and its check rejects it.
@@ -12,9 +14,17 @@ a trajectory of only those is relabeled "Scroll through the page", and its check
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from datagen.engine.hindsight import FAILED, RelabelAnswer, RelabelVerdict, read_actions
+from datagen.engine.hindsight import (
+    FAILED,
+    REWORD_INSTRUCTION,
+    RelabelAnswer,
+    RelabelVerdict,
+    RewordAnswer,
+    read_actions,
+)
 
 PASSIVE = {"scroll", "wait", "done", "answer", "finish", "stop"}  # verbs that change nothing
 LAST = 3  # actions named in a stand-in instruction
@@ -23,6 +33,8 @@ LAST = 3  # actions named in a stand-in instruction
 def hindsight_answer(schema: dict[str, Any] | None, messages: list[dict[str, Any]]) -> str | None:
     """The stand-in's answer to a relabel or check prompt; None for any other request."""
     title = (schema or {}).get("title")
+    if title == RewordAnswer.__name__:
+        return _reworded(_text(messages))
     if title not in (RelabelAnswer.__name__, RelabelVerdict.__name__):
         return None
     actions = read_actions(_text(messages))
@@ -39,6 +51,24 @@ def hindsight_answer(schema: dict[str, Any] | None, messages: list[dict[str, Any
         instruction=_instruction(effective) if effective else "Scroll through the page",
     )
     return answer.model_dump_json()
+
+
+def _reworded(text: str) -> str:
+    """The reword prompt's instruction as a request; "Do the task" when it has none."""
+    said = next(
+        (
+            line[len(REWORD_INSTRUCTION) :]
+            for line in text.splitlines()
+            if line.startswith(REWORD_INSTRUCTION)
+        ),
+        "",
+    )
+    try:
+        instruction = str(json.loads(said))
+    except ValueError:
+        instruction = ""
+    words = f"Please {instruction[:1].lower()}{instruction[1:]}." if instruction else "Do the task"
+    return RewordAnswer(instruction=words).model_dump_json()
 
 
 def _instruction(actions: list[str]) -> str:
