@@ -45,7 +45,7 @@ from playwright.async_api import Browser, Page, async_playwright
 SITES = Path(__file__).resolve().parents[1] / "datagen" / "sites"
 CHROMIUM = "/usr/bin/chromium"
 OTHERS = 3  # other episodes' action sets each task's check must be false after
-NEAR_PX = 6  # clicks this close on a like-named element: the same element
+NEAR_PX = 6  # clicks this close on a like-named element: the same element (without a box)
 SETTLE_MS = 500  # after a load and after each action: the bundled sites answer at once
 REJECT = re.compile(r"^(essential only|reject( all)?|decline|necessary only)$", re.IGNORECASE)
 
@@ -178,7 +178,7 @@ class Episode:
     start_url: str
     actions: list[dict[str, Any]]
     # by step: the role and name a click acted on, and where
-    targets: dict[int, tuple[str, str, float, float]] = field(default_factory=dict)
+    targets: dict[int, tuple[Any, ...]] = field(default_factory=dict)
 
 
 def episodes(out: Path) -> dict[str, Episode]:
@@ -191,6 +191,7 @@ def episodes(out: Path) -> dict[str, Episode]:
         )
     }
     columns = ["episode_id", "step_index", "action_json", "target_role", "target_name"]
+    columns += ["target_bbox_px"]
     rows = ds.dataset(out / "steps").to_table(columns=columns).to_pylist()
     for row in sorted(rows, key=lambda r: (r["episode_id"], r["step_index"])):
         action = json.loads(row["action_json"])
@@ -198,15 +199,30 @@ def episodes(out: Path) -> dict[str, Episode]:
         if action["type"] != "done":
             episode.actions.append(action)
         if action["type"] == "click":
-            where = (row["target_role"], row["target_name"], action["x"], action["y"])
+            box = tuple(row["target_bbox_px"] or ())
+            where = (row["target_role"], row["target_name"], action["x"], action["y"], *box)
             episode.targets[row["step_index"]] = where
     return found
 
 
-def same(a: tuple[str, str, float, float], b: tuple[str, str, float, float]) -> bool:
-    """One element: the same role and name, clicked within NEAR_PX of the same point (one of
-    several like elements, "Add to cart" ×12, is told apart by where it is)."""
-    return a[:2] == b[:2] and abs(a[2] - b[2]) <= NEAR_PX and abs(a[3] - b[3]) <= NEAR_PX
+def same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """One element: the same role and name, each click inside the other's recorded box (one
+    of several like elements, "Add to cart" ×12, is told apart by where it is); without a
+    box, within NEAR_PX of the same point."""
+    if a[:2] != b[:2]:
+        return False
+
+    def inside(click: tuple[Any, ...], box: tuple[Any, ...]) -> bool:
+        x, y = float(click[2]), float(click[3])
+        return (
+            len(box) == 4
+            and float(box[0]) <= x <= float(box[2])
+            and float(box[1]) <= y <= float(box[3])
+        )
+
+    if len(a) == len(b) == 8:
+        return inside(a, b[4:]) and inside(b, a[4:])
+    return abs(float(a[2]) - float(b[2])) <= NEAR_PX and abs(float(a[3]) - float(b[3])) <= NEAR_PX
 
 
 def others(
@@ -216,7 +232,7 @@ def others(
     demonstration's last click acted on (`same`): the run's explore episodes but the task's
     own, then, where fewer, other tasks' demonstrations."""
 
-    def clicked(t: dict[str, Any]) -> list[tuple[str, str, float, float]]:
+    def clicked(t: dict[str, Any]) -> list[tuple[Any, ...]]:
         source = runs.get(t["provenance"]["episode_id"])
         steps = [int(i) for i in t["provenance"]["steps"].split(",")]
         return [source.targets[i] for i in steps if source and i in source.targets]
