@@ -3,8 +3,11 @@ the whole pipeline's CPU per recorded step ÷ a bare Playwright loop's, all meas
 Method and results: docs/benchmarks.md, "Verification".
 
 - `demo`: `pipelines/demo.yaml` as shipped (verification on), the same with `annotation.verify:
-  null`, and bench/browser_loop.py's bare loop on the verified run's own episodes (each start
-  URL, as many steps). CPU: every process of the run (workers, browsers, driver, scheduler)
+  null`, and two bare Playwright loops on the verified run's own episodes (each start URL, as
+  many steps): bench/browser_loop.py's (a click on a random control each step), and the same
+  loop doing the episode's own recorded actions (its clicks, keys and typing, so it reaches
+  the pages the pipeline reached and types what it typed: the same work, with nothing of the
+  pipeline's around it). CPU: every process of the run (workers, browsers, driver, scheduler)
   from browsers up to exit, ÷ the steps the run recorded (replays record none: their CPU is
   spread over the recorded steps, amortised).
 - `list`: the bundled todo app only (a list app: explore takes 10+ steps there), its tasks
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 import tempfile
 from collections import Counter
@@ -30,6 +34,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
 
 import yaml
 
+from bench import browser_loop
 from bench.e2e import bare_rounds
 from bench.harness import (
     DEMO,
@@ -42,9 +47,84 @@ from bench.harness import (
     write_json,
     write_pipeline,
 )
+from datagen.browser.launch import find_executable
+from datagen.source.readers import BUNDLED_SITES
+from datagen.source.serve import SiteServer
 
 Row = dict[str, Any]
 EPISODE_COLUMNS = ["duration_s", "verify_ms", "verify_replays", "verification", "n_steps"]
+
+
+class ActionsSide(browser_loop.BareSide):
+    """The bare loop doing recorded actions: job seed i plays `episodes[i]` (action_json of
+    each step, in order): a screenshot and the small evaluate each step, as the bare loop."""
+
+    name = "bare-actions"
+
+    def __init__(self, config: Any, episodes: list[list[Row]]) -> None:
+        super().__init__(config)
+        self.episodes = episodes
+
+    async def episode(self, url: str, seed: int, steps: int) -> browser_loop.EpisodeResult:
+        assert self._browser is not None, "start() first"
+        result, cfg = browser_loop.EpisodeResult(), self.config
+        context = await self._browser.new_context(
+            viewport={"width": cfg.viewport.width, "height": cfg.viewport.height},
+            device_scale_factor=cfg.device_scale_factor,
+        )
+        try:
+            page = await context.new_page()
+            await page.goto(url, wait_until="load")
+            for action in self.episodes[seed][:steps]:
+                await page.screenshot(type="jpeg", quality=cfg.image_quality)
+                await page.evaluate(browser_loop.BARE_ELEMENTS_JS)
+                try:
+                    await _act(page, action)
+                except Exception:  # as the pipeline's step: an error, the episode goes on
+                    result.action_errors += 1
+                await page.wait_for_load_state("load")
+                result.steps += 1
+        except Exception as exc:  # recorded in the result, never aborts the round
+            result.failure = f"{type(exc).__name__}: {str(exc)[:200]}"
+        finally:
+            await context.close()
+        return result
+
+
+async def _act(page: Any, action: Row) -> None:
+    kind = action["type"]
+    if kind == "click":
+        await page.mouse.click(action["x"], action["y"])
+    elif kind == "type":
+        await page.keyboard.type(action["text"])
+    elif kind == "key":
+        await page.keyboard.press(action["combo"])
+    elif kind == "scroll":
+        await page.mouse.wheel(action.get("dx", 0), action.get("dy", 0))
+    elif kind == "goto":
+        await page.goto(action["url"])
+    elif kind == "back":
+        await page.go_back()
+
+
+async def bare_actions(out: Path, sessions: int) -> browser_loop.RoundResult:
+    """The bare loop on the run's own episodes, each doing its recorded actions."""
+    steps = table(out, "steps", ["episode_id", "step_index", "action_json"])
+    by_episode: dict[str, list[Row]] = {}
+    for s in sorted(steps, key=lambda s: (s["episode_id"], s["step_index"])):
+        by_episode.setdefault(s["episode_id"], []).append(json.loads(s["action_json"]))
+    episodes = table(out, "episodes", ["episode_id", "start_url"])
+    config = browser_loop.bench_config(find_executable(None, None))
+    with SiteServer(BUNDLED_SITES) as server:
+        played = [by_episode.get(e["episode_id"], []) for e in episodes]
+        jobs = [(server.resolve(e["start_url"]), i) for i, e in enumerate(episodes)]
+        side = ActionsSide(config, played)
+        try:
+            await side.start()
+            await browser_loop.run_jobs(side, jobs[:3], 2, sessions)  # warm up
+            return await browser_loop.run_round(side, 0, jobs, [len(p) for p in played], sessions)
+        finally:
+            await side.close()
 
 
 def verification_figures(episodes: list[Row]) -> Row:
@@ -85,7 +165,7 @@ def part_demo(a: argparse.Namespace) -> Row:
     """The demo with verification, without it, and the bare loop on its episodes."""
     sessions = demo_spec(True)["cluster"]
     sessions = sessions["workers"] * sessions["sessions_per_worker"]
-    cond, rounds = Conditions(), []
+    cond, rounds = Conditions(), list[Row]()
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(a.rounds):
             runs: dict[str, Run] = {}
@@ -98,6 +178,7 @@ def part_demo(a: argparse.Namespace) -> Row:
                 for e in table(out, "episodes", ["start_url", "n_steps"])
             ]
             bare = asyncio.run(bare_rounds(sessions, i, (1, 1), shape))["matched"][0]
+            same = asyncio.run(bare_actions(out, sessions))
             figures = verification_figures(table(out, "episodes", EPISODE_COLUMNS))
             rounds.append(
                 {
@@ -106,8 +187,11 @@ def part_demo(a: argparse.Namespace) -> Row:
                         "verified": round(cpu_ms_per_step(runs["verified"]), 1),
                         "unverified": round(cpu_ms_per_step(runs["unverified"]), 1),
                         "bare": round(bare.cpu_ms_per_step, 1),
+                        "bare_actions": round(same.cpu_ms_per_step, 1),
                     },
-                    "steps": {k: r.steps for k, r in runs.items()} | {"bare": bare.steps},
+                    "steps": {k: r.steps for k, r in runs.items()}
+                    | {"bare": bare.steps, "bare_actions": same.steps},
+                    "bare_actions_errors": same.action_errors,
                 }
             )
     conditions = cond.end()
@@ -120,6 +204,11 @@ def part_demo(a: argparse.Namespace) -> Row:
             f"{cpu['unverified']}, bare {cpu['bare']}; ratio verified ÷ bare "
             f"{cpu['verified'] / cpu['bare']:.2f}, unverified ÷ bare "
             f"{cpu['unverified'] / cpu['bare']:.2f}"
+        )
+        print(
+            f"  the bare loop doing the episodes' own actions: {cpu['bare_actions']} CPU ms per "
+            f"step; ratio verified ÷ it {cpu['verified'] / cpu['bare_actions']:.2f}, "
+            f"unverified ÷ it {cpu['unverified'] / cpu['bare_actions']:.2f}"
         )
         print(
             f"  verification: {v['share']:.1%} of session time ({v['verify_s']} of "

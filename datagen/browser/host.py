@@ -15,7 +15,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from importlib import metadata
 from pathlib import Path
@@ -84,6 +84,8 @@ class BrowserHost:
         self.playwright_version = metadata.version("playwright")
         self._loads: asyncio.Semaphore | None = None
         self._traces: asyncio.Lock | None = None  # pages' memory watchers trace one at a time
+        # what closes with the browser, first (contexts kept open for reuse: pipeline/sandbox.py)
+        self.on_close: list[Callable[[], Awaitable[None]]] = []
 
     async def start(self) -> None:
         self._playwright = await async_playwright().start()
@@ -230,6 +232,11 @@ class BrowserHost:
         """Close browser then driver; each step guarded so one failure doesn't leak the other."""
         self.stopping = True  # before anything closes: episodes failing from here are not data
         self.admission.stop()
+        for hook in self.on_close:
+            try:
+                await hook()
+            except Exception:
+                log.warning("closing what the browser kept open failed", exc_info=True)
         if self._browser is not None:
             try:
                 await self._browser.close()
@@ -248,19 +255,25 @@ class BrowserHost:
 
     @asynccontextmanager
     async def session(
-        self, record: Path | None = None, proxy: dict[str, str] | None = None
+        self,
+        record: Path | None = None,
+        proxy: dict[str, str] | None = None,
+        counted: bool = True,
     ) -> AsyncIterator[Session]:
         """A fresh, isolated browser context with one page, closed on exit. With `record`,
         Playwright's driver records its traffic there (HAR, bodies embedded), written when the
         context closes: what a replay of the episode is answered from (pipeline/recording.py).
         With `proxy` (Playwright's per-context setting), its connections go there instead of
-        the egress proxy: a replay's seal (browser/seal.py)."""
-        self.admission.opened()
+        the egress proxy: a replay's seal (browser/seal.py). Not `counted`: the caller tells
+        the session limit when the context is in use itself (one kept open between uses)."""
+        if counted:
+            self.admission.opened()
         try:
             async with self._session(record, proxy) as session:
                 yield session
         finally:
-            self.admission.closed()
+            if counted:
+                self.admission.closed()
 
     @asynccontextmanager
     async def _session(

@@ -154,7 +154,7 @@ class Replayer:
             self.states, self.gap, self.watch_text = states, gap, watch
             return await self._run(session, steps, router, observe, judge)
         except (*BROWSER_FAILURES, TimeoutError) as exc:
-            await self.sandbox.close()  # a context a failure went through is not reused
+            await self.sandbox.drop()  # a context a failure went through is not reused
             if not ctx.host.connected:
                 raise BrowserDied(f"browser closed while replaying task {self.task.id}") from None
             log.info("replay failed: %s", exc, extra={"task_id": self.task.id})

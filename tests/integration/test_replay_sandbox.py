@@ -5,6 +5,8 @@ A page that keeps state in every store a page can write (a cookie, local and ses
 IndexedDB, Cache Storage, `window.name`, the tab's history) reads them at load, then writes
 them. Three replays in one ReplayContext each read what a fresh context reads: nothing. What
 the page sends as it is left (a beacon on pagehide) is counted, refused, on the requests.
+The context outlives its episode, on the browser's shelf: the next episode's replays meet it
+as new too, even at an origin only the earlier episode's recording named.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from playwright.async_api import Request, Route, WebSocketRoute
 
 from datagen.browser.host import BrowserHost
 from datagen.config import BrowserConfig
-from datagen.pipeline.sandbox import ReplayContext
+from datagen.pipeline.sandbox import KEEP, ReplayContext, shelf_of
 from tests.helpers import closed_port
 
 pytestmark = pytest.mark.browser
@@ -106,3 +108,48 @@ def test_each_replay_meets_the_context_as_new() -> None:
         ("answered", "document", "GET", ORIGIN.split("/")[2]),
         ("refused", "unrouted", "POST", ORIGIN.split("/")[2]),
     }, sandbox.requests
+
+
+async def episodes() -> tuple[list[list[dict[str, Any]]], list[ReplayContext], list[int]]:
+    """Two episodes' replays one after the other on one browser; the second's recording names
+    another origin (what a wipe of its own origins alone would leave at ORIGIN)."""
+    host = BrowserHost(BrowserConfig(), allow=["127.0.0.1"])
+    await host.start()
+    found: list[list[dict[str, Any]]] = []
+    sandboxes, in_flight = [], []
+    try:
+        for urls in ([f"{ORIGIN}/page"], ["http://127.0.0.1:9/elsewhere"]):
+            sandbox = ReplayContext(host, frozenset(), urls)
+            sandboxes.append(sandbox)
+            found.append([])
+            for _ in range(2):
+                session = await sandbox.start(PageRouter())
+                in_flight.append(host.admission.in_flight)
+                await session.goto(f"{ORIGIN}/page")
+                await session.page.wait_for_function("document.title.startsWith('{')")
+                found[-1].append(json.loads(await session.page.title()))
+            await sandbox.close()
+            in_flight.append(host.admission.in_flight)
+        shelved = len(shelf_of(host).idle)
+    finally:
+        await host.close()
+    assert not shelf_of(host).idle  # closed with the browser
+    return found, sandboxes, [*in_flight, shelved]
+
+
+def test_the_next_episode_meets_a_shelved_context_as_new() -> None:
+    found, (first, second), counts = asyncio.run(episodes())
+
+    fresh = found[0][0]
+    assert fresh["cookie"] == "" and fresh["local"] is None and fresh["idb"] is None
+    assert found[0][1] == fresh
+    # the earlier episode's origin was wiped too, though this recording does not name it
+    assert found[1] == [fresh, fresh]
+    assert (first.opened, first.reused) == (1, 0)
+    assert (second.opened, second.reused) == (0, 1)  # the first's context, from the shelf
+    # a context is a session in flight while an episode holds it, not on the shelf
+    assert counts[:-1] == [1, 1, 0, 1, 1, 0] and counts[-1] == 1 <= KEEP
+    for sandbox in (first, second):
+        assert {fate for fate, *_ in sandbox.requests} <= {"answered", "refused"}
+        answered = sum(n for key, n in sandbox.requests.items() if key[0] == "answered")
+        assert answered == 2
