@@ -324,12 +324,12 @@ class VariantSide(OursSide):
 
         @asynccontextmanager
         async def session(
-            record: Path | None = None, proxy: dict[str, str] | None = None
+            record: Path | None = None, proxy: dict[str, str] | None = None, counted: bool = True
         ) -> AsyncIterator[Session]:
             if variant == "record":
                 record = Path(tempfile.mkdtemp(prefix="bench-har-")) / "traffic.har"
             try:
-                async with opened(record, proxy) as s:
+                async with opened(record, proxy, counted) as s:
                     if change is not None:
                         change(s)
                     yield s
