@@ -22,7 +22,9 @@ default=(-m "not slow and not soak")
 # Two pytest-xdist workers, each test file whole on one of them (its module fixtures: a
 # browser, a cluster, a server, set up once): most tests wait on pages settling and servers
 # answering, so two at once take about two thirds of the time one after the other does
-# (15 min 8 s serial, 9 min 32 s so, quiet, 2 cores: docs/benchmarks.md). `-n 0`: one process.
+# (15 min 8 s serial, 9 min 32 s so, quiet, 2 cores: docs/benchmarks.md). The longest files
+# start first (tests/helpers.py LONG_FILES, ordered by tests/conftest.py), so the run does not
+# end on one of them while the other worker idles. `-n 0`: one process.
 parallel=(-n 2 --dist loadfile)
 for arg in "$@"; do
   case "$arg" in

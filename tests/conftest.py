@@ -9,12 +9,38 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.fakes import FakeEngine
-from tests.helpers import PAGES, Local, ReadyPlugin, make_config, set_up
+from tests.helpers import LONG_FILES, PAGES, Local, ReadyPlugin, make_config, set_up
 
 if TYPE_CHECKING:
     from datagen.browser.host import BrowserHost
     from datagen.source.serve import SiteServer
     from tests.vllmserver import RealVllm
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under `--dist loadfile` (scripts/test.sh), xdist hands out files in collection order,
+    which `pytest_collection_modifyitems` below sets, not in its own order by test count: that
+    order left the long files of one to five tests each (a whole run apiece) to the end, one
+    worker on them while the other had finished."""
+    if getattr(config.option, "dist", "no") == "loadfile":
+        config.option.loadscopereorder = False
+
+
+@pytest.hookimpl(trylast=True)  # after -m has deselected
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files in LONG_FILES first, longest first; then the others, most tests first (xdist's
+    own order). Each file's tests stay together and in their order (module fixtures)."""
+    rank = {name: i for i, name in enumerate(LONG_FILES)}
+    counts: dict[str, int] = {}
+    for item in items:
+        name = item.nodeid.split("::")[0]
+        counts[name] = counts.get(name, 0) + 1
+
+    def key(item: pytest.Item) -> tuple[int, int, str]:
+        name = item.nodeid.split("::")[0]
+        return rank.get(name, len(rank)), -counts[name], name
+
+    items.sort(key=key)  # stable: a file's own order kept
 
 
 @pytest.fixture(scope="session")

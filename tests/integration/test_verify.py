@@ -202,13 +202,22 @@ def test_replays_keep_only_the_steps_the_task_needs(
 
     # Independently of datagen: the needed clicks alone, on a browser of this test's own, solve
     # the tasks, and leaving any one of them out does not.
-    assert plugin.run(_solves(f"{url}/one", [solve], "yes", "solved"))
-    assert plugin.run(_solves(f"{url}/two", [agree, submit], "agreed", "sent"))
-    assert not plugin.run(_solves(f"{url}/two", [submit], "agreed", "sent"))
-    assert not plugin.run(_solves(f"{url}/two", [agree], "agreed", "sent"))
+    solved = plugin.run(
+        _solves(
+            [
+                (f"{url}/one", [solve], "yes", "solved"),
+                (f"{url}/two", [agree, submit], "agreed", "sent"),
+                (f"{url}/two", [submit], "agreed", "sent"),
+                (f"{url}/two", [agree], "agreed", "sent"),
+            ]
+        )
+    )
+    assert solved == [True, True, False, False]
 
 
-async def _solves(url: str, clicks: list[Click], value: str, key: str) -> bool:
+async def _solves(trials: list[tuple[str, list[Click], str, str]]) -> list[bool]:
+    """Each (url, clicks, value, key): whether the clicks alone set the body's data `key` to
+    `value`, each in a new context of one browser (no cookies or storage carried over)."""
     async with async_playwright() as pw:
         from datagen.browser.launch import find_executable
 
@@ -216,10 +225,16 @@ async def _solves(url: str, clicks: list[Click], value: str, key: str) -> bool:
             executable_path=find_executable(None, None), args=CHROMIUM_ARGS
         )
         try:
-            page = await browser.new_page(viewport={"width": 1280, "height": 800})
-            await page.goto(url)
-            for click in clicks:
-                await page.mouse.click(click.x, click.y)
-            return bool(await page.evaluate(f"document.body.dataset.{key} === {value!r}"))
+            found: list[bool] = []
+            for url, clicks, value, key in trials:
+                context = await browser.new_context(viewport={"width": 1280, "height": 800})
+                page = await context.new_page()
+                await page.goto(url)
+                for click in clicks:
+                    await page.mouse.click(click.x, click.y)
+                solved = await page.evaluate(f"document.body.dataset.{key} === {value!r}")
+                found.append(bool(solved))
+                await context.close()
+            return found
         finally:
             await browser.close()
