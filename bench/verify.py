@@ -47,6 +47,7 @@ from bench.harness import (
     write_json,
     write_pipeline,
 )
+from bench.taskcheck import do
 from datagen.browser.launch import find_executable
 from datagen.source.readers import BUNDLED_SITES
 from datagen.source.serve import SiteServer
@@ -79,7 +80,7 @@ class ActionsSide(browser_loop.BareSide):
                 await page.screenshot(type="jpeg", quality=cfg.image_quality)
                 await page.evaluate(browser_loop.BARE_ELEMENTS_JS)
                 try:
-                    await _act(page, action)
+                    await do(page, action)
                 except Exception:  # as the pipeline's step: an error, the episode goes on
                     result.action_errors += 1
                 await page.wait_for_load_state("load")
@@ -89,22 +90,6 @@ class ActionsSide(browser_loop.BareSide):
         finally:
             await context.close()
         return result
-
-
-async def _act(page: Any, action: Row) -> None:
-    kind = action["type"]
-    if kind == "click":
-        await page.mouse.click(action["x"], action["y"])
-    elif kind == "type":
-        await page.keyboard.type(action["text"])
-    elif kind == "key":
-        await page.keyboard.press(action["combo"])
-    elif kind == "scroll":
-        await page.mouse.wheel(action.get("dx", 0), action.get("dy", 0))
-    elif kind == "goto":
-        await page.goto(action["url"])
-    elif kind == "back":
-        await page.go_back()
 
 
 async def bare_actions(out: Path, sessions: int) -> browser_loop.RoundResult:

@@ -19,19 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from datagen.records import TaskSpec
+from datagen.records.taskrow import PROOF_STEPS
 from datagen.sink.storage import open_storage
 from datagen.sink.synthesised import synthesised
 
 # steps a run of a task may take beyond its demonstration: room to recover, not to wander
 SLACK_STEPS = 3
-PROOF_STEPS = (
-    "volatile",
-    "holds_at_start",
-    "not_after_demo",
-    "not_again",
-    "transient",
-    "not_specific",
-)
 
 
 @dataclass

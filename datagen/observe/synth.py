@@ -19,21 +19,11 @@ from collections.abc import Iterable, Mapping
 from html import escape
 from typing import Any
 
+from datagen.records.taskrow import DROPS
 from datagen.sink.storage import open_storage
 from datagen.sink.synthesised import synthesised
 
 log = logging.getLogger(__name__)
-
-PROOF = (
-    "volatile",
-    "holds_at_start",
-    "not_after_demo",
-    "not_again",
-    "transient",
-    "not_specific",
-    "no_words",
-    "over_limit",
-)
 
 
 def run_counts(uri: str, endpoint_url: str | None = None) -> tuple[int, dict[str, int]] | None:
@@ -69,7 +59,7 @@ def synthesis_html(rows: Iterable[Mapping[str, Any]]) -> str:
     dropped = Counter(r.get("dropped_at") or "" for r in rows if not r.get("kept"))
     writes = Counter(w.split(" ")[1] for r in kept for w in r.get("writes") or [] if " " in w)
     failing = sum(1 for r in kept if r.get("fail_json"))
-    steps = ", ".join(f"{k} {dropped.get(k, 0)}" for k in PROOF)
+    steps = ", ".join(f"{k} {dropped.get(k, 0)}" for k in DROPS)
     said = ", ".join(f"{escape(m)} {n}" for m, n in sorted(writes.items())) or "none"
     return (
         "<h2>synthesised tasks (annotation.tasks)</h2>"

@@ -9,6 +9,17 @@ from pydantic import Field
 
 from datagen.records.rows import RowBase
 
+# the proof's steps, in order: what each drops (`dropped_at`); then the words', the budget's
+PROOF_STEPS = (
+    "volatile",
+    "holds_at_start",
+    "not_after_demo",
+    "not_again",
+    "transient",
+    "not_specific",
+)
+DROPS = (*PROOF_STEPS, "no_words", "over_limit")
+
 
 class TaskRow(RowBase):
     """A task synthesised from a verified episode's effect (issue 43), kept or dropped by its
