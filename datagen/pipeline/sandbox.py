@@ -122,6 +122,12 @@ def shelf_of(host: BrowserHost) -> Shelf:
     return shelf
 
 
+def shelved(host: BrowserHost) -> int:
+    """Contexts on the host's shelf now: open in the browser, no session's."""
+    shelf = _SHELVES.get(host)
+    return len(shelf.idle) if shelf is not None else 0
+
+
 async def _shut(sealed: Sealed) -> None:
     try:
         await sealed.stack.aclose()

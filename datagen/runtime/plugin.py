@@ -36,6 +36,7 @@ from datagen.engine.roles import Engines
 from datagen.errors import BrowserUnavailable, DatagenError, EngineNotReady
 from datagen.observe.meter import Meter
 from datagen.pipeline import EpisodePool, shards_in_flight
+from datagen.pipeline.sandbox import shelved
 from datagen.policy import roles_for
 from datagen.runtime.metrics import register, unregister
 from datagen.source import checked_sites_root
@@ -190,7 +191,8 @@ class BrowserPlugin(WorkerPlugin):
         if host is not None:
             meter.gauges["browser"] = lambda: {
                 "browser_memory_mb": host.memory_mb(max_age_s=5.0),
-                "browser_sessions": float(host.open_contexts),
+                # contexts episodes hold (shelved replay contexts are open, no one's)
+                "browser_sessions": float(host.open_contexts - shelved(host)),
             }
             meter.gauges["admission"] = host.admission.figures  # session limit, what binds
         if engines is not None:

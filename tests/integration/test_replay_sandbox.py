@@ -21,7 +21,7 @@ from playwright.async_api import Request, Route, WebSocketRoute
 
 from datagen.browser.host import BrowserHost
 from datagen.config import BrowserConfig
-from datagen.pipeline.sandbox import KEEP, ReplayContext, shelf_of
+from datagen.pipeline.sandbox import KEEP, ReplayContext, shelf_of, shelved
 from tests.helpers import closed_port
 
 pytestmark = pytest.mark.browser
@@ -130,11 +130,11 @@ async def episodes() -> tuple[list[list[dict[str, Any]]], list[ReplayContext], l
                 found[-1].append(json.loads(await session.page.title()))
             await sandbox.close()
             in_flight.append(host.admission.in_flight)
-        shelved = len(shelf_of(host).idle)
+        on_shelf = shelved(host)
     finally:
         await host.close()
     assert not shelf_of(host).idle  # closed with the browser
-    return found, sandboxes, [*in_flight, shelved]
+    return found, sandboxes, [*in_flight, on_shelf]
 
 
 def test_the_next_episode_meets_a_shelved_context_as_new() -> None:
