@@ -374,7 +374,7 @@ def report(verdicts: list[Verdict]) -> list[str]:
             )
             for e in v.read:
                 if v.after_others.get(e.episode_id):
-                    did = ", ".join(f"{r} {n!r}" for r, n, _, _ in e.targets.values())
+                    did = ", ".join(f"{t[0]} {t[1]!r}" for t in e.targets.values())
                     lines.append(f"  true after {e.episode_id}, which clicked: {did}")
     return lines
 

@@ -84,13 +84,17 @@ def volatile(first: PageState, second: PageState) -> set[str]:
 
 
 def _unique(state: PageState) -> dict[tuple[str, str], ElementState]:
-    """Named elements that are the only one of their role and name on the page."""
+    """Named elements that are the only one of their role and name on the page, and not
+    covered: a covered control is not on screen (and it may go by another name then: a
+    grid's "Add to cart" under a drawer is "Add Yoga Mat to cart" by its aria-label)."""
     seen: dict[tuple[str, str], list[ElementState]] = {}
     for e in state.elements:
         if e.name:
             seen.setdefault((e.role, e.name), []).append(e)
     # `generic`: a box with words but no role a reader (or a checker) can name it by
-    return {k: v[0] for k, v in seen.items() if len(v) == 1 and k[0] not in ("generic", "")}
+    return {
+        k: v[0] for k, v in seen.items() if len(v) == 1 and k[0] not in ("generic", "") and v[0].hit
+    }
 
 
 def _url_part(before: str, after: str) -> str | None:

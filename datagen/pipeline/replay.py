@@ -42,6 +42,9 @@ OBSERVED_UP_TO = 2  # steps: a replay this short takes its screens as it goes
 # A message in a live region still shown this long after the last step's state is no toast:
 # the bundled sites' toasts go after 1.2 to 3 s from when they appear, before the scan
 PERSIST_S = 3.0
+# A watched subject on no live region (a button's "Added ✓" for 1.2 s) still shown this long
+# after the last step is no passing message either
+BRIEF_S = 1.5
 
 
 @dataclass
@@ -61,7 +64,8 @@ class Screens:
     writes: list[int] = field(default_factory=list)
     # watching messages (task synthesis): the lines the page's live regions showed at each of
     # `states`, and the state once those that named a watched subject went, or PERSIST_S
-    # after the last step (None: no such line after the start)
+    # after the last step; with no such line, once the watched subjects left the page's text,
+    # or BRIEF_S after it (None: nothing watched)
     live: list[set[str]] = field(default_factory=list)
     later: PageState | None = None
 
@@ -290,7 +294,9 @@ class Replayer:
     async def _messages(self, session: Session, path: Screens, last: bool = False) -> None:
         """With subjects to watch: the live regions' lines into `path.live`; after the last
         step, the state again once the lines that appeared since the start naming a watched
-        subject went, or PERSIST_S later (a toast's message is no effect to reward)."""
+        subject went, or PERSIST_S later (a toast's message is no effect to reward); with no
+        such line, once no watched subject is in the page's text, or BRIEF_S later (a
+        control's text that lasts a moment, "Added ✓", is none either)."""
         if not self.watch_text:
             return
         path.live.append(await session.live_lines())
@@ -300,7 +306,9 @@ class Replayer:
         named = {line for line in shown if any(s in line for s in self.watch_text)}
         if named:
             await session.until_gone(named, PERSIST_S)
-            path.later = await session.state()
+        else:
+            await session.until_gone(self.watch_text, BRIEF_S)
+        path.later = await session.state()
 
     async def _failed(self, session: Session, when: str) -> bool:
         """Did the task's `fail` check pass (as in the episode: solved by nothing after it)?"""

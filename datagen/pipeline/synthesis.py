@@ -174,12 +174,14 @@ def _prove(found: list[Candidate], first: Screens, again: Screens | None, moved:
 
 
 def _transient(c: Candidate, again: Screens) -> bool:
-    """Is the candidate a message in a live region (a toast: "Added ✓") that was gone a
-    moment after the demonstration (Screens.later)? A reward true for seconds only."""
+    """Is the candidate a message in a live region (a toast: "Smart Watch added to cart"), or
+    an effect of the demonstration's last step ("Added ✓" on the button for 1.2 s), that was
+    gone a moment after the demonstration (Screens.later)? A reward true for seconds only."""
     if again.later is None or len(again.live) <= c.k:
         return False
-    if not any(c.effect.subject in line for line in again.live[c.k]):
-        return False
+    message = any(c.effect.subject in line for line in again.live[c.k])
+    if not message and c.k != len(again.states) - 1:
+        return False  # a later step of the demonstration may undo it: not for `later`
     return c.effect.check.holds_on(again.later) is not True
 
 

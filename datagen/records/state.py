@@ -44,6 +44,8 @@ class ElementState(Frozen):
     name: str
     text: str = ""
     checked: bool | None = None
+    # its box centre hit-tests to it: not covered (a drawer over a grid's buttons)
+    hit: bool = True
 
 
 class PageState(Frozen):
@@ -60,7 +62,7 @@ class PageState(Frozen):
             url=url,
             text=text,
             elements=tuple(
-                ElementState(role=e.role, name=e.name, text=e.text, checked=e.checked)
+                ElementState(role=e.role, name=e.name, text=e.text, checked=e.checked, hit=e.hit)
                 for e in elements
             ),
         )
