@@ -101,6 +101,7 @@ class Replayer:
         self.states = False  # the replay in progress records its states (`replay`)
         self.gap = 0.0  # and the start state a second time, this many seconds later
         self.watch_text: frozenset[str] = frozenset()  # and the live regions' (Screens.live)
+        self.brief_text: frozenset[str] = frozenset()  # a control's own text, followed briefly
 
     @property
     def requests(self) -> Requests:
@@ -140,12 +141,13 @@ class Replayer:
         states: bool = False,
         gap: float = 0.0,
         watch: frozenset[str] = frozenset(),
+        brief: frozenset[str] = frozenset(),
     ) -> Screens | None:
         """Replay `steps`; the path (its screens and states when `observe`, its states alone
         when `states`, the start state again `gap` seconds after the first when `gap`, the
         live regions' lines at each state and the state once those naming any of `watch` went
-        when `watch`) if it stayed the episode's trajectory and the check passed (not asked
-        unless `judge`), else None."""
+        when `watch`, or once `brief`'s left the page's text) if it stayed the episode's
+        trajectory and the check passed (not asked unless `judge`), else None."""
         ctx = self.ctx
         router = ReplayRouter(self.recording, self.live)
         try:
@@ -156,6 +158,7 @@ class Replayer:
             if self.consent is not None:
                 await answer_consent(session, ctx.config.browser.consent)
             self.states, self.gap, self.watch_text = states, gap, watch
+            self.brief_text = brief
             return await self._run(session, steps, router, observe, judge)
         except (*BROWSER_FAILURES, TimeoutError) as exc:
             await self.sandbox.drop()  # a context a failure went through is not reused
@@ -295,8 +298,8 @@ class Replayer:
         """With subjects to watch: the live regions' lines into `path.live`; after the last
         step, the state again once the lines that appeared since the start naming a watched
         subject went, or PERSIST_S later (a toast's message is no effect to reward); with no
-        such line, once no watched subject is in the page's text, or BRIEF_S later (a
-        control's text that lasts a moment, "Added ✓", is none either)."""
+        such line, once no `brief` subject is in the page's text, or BRIEF_S later (a
+        control's own text that lasts a moment, "Added ✓", is none either)."""
         if not self.watch_text:
             return
         path.live.append(await session.live_lines())
@@ -306,8 +309,8 @@ class Replayer:
         named = {line for line in shown if any(s in line for s in self.watch_text)}
         if named:
             await session.until_gone(named, PERSIST_S)
-        else:
-            await session.until_gone(self.watch_text, BRIEF_S)
+        elif self.brief_text:
+            await session.until_gone(self.brief_text, BRIEF_S)
         path.later = await session.state()
 
     async def _failed(self, session: Session, when: str) -> bool:

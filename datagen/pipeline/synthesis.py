@@ -94,7 +94,9 @@ async def synthesise(
         for c in found:  # before the replay: only a task with words is watched for a toast
             c.words = instruction(c.effect, _acts(replayer, steps[: c.k]))
         watch = frozenset(c.effect.subject for c in found if c.words and c.effect.subject)
-        again = await _replay_again(replayer, steps, memo, start_url, watch)
+        again = await _replay_again(
+            replayer, steps, memo, start_url, watch, _brief(replayer, steps, found)
+        )
         starts = _prove(found, path, again, memo.moved.get(start_url, set()))
         rows = _rows(out, task, replayer, found, steps, path, config, starts)
         kept = {r.effect for r in rows if r.kept}
@@ -112,6 +114,7 @@ async def _replay_again(
     memo: SynthMemo,
     start_url: str,
     watch: frozenset[str],
+    brief: frozenset[str] = frozenset(),
 ) -> Screens | None:
     """The proof's second replay, its states scanned, the live regions' messages naming a
     subject of `watch` followed until they go (replay.PERSIST_S at most). The shard's first
@@ -119,12 +122,14 @@ async def _replay_again(
     shard's episodes synthesise at once) wait for that instead of waiting GAP_S each."""
     gauged = memo.gauged.get(start_url)
     if gauged is not None:
-        again = await replayer.replay(steps, judge=False, states=True, watch=watch)
+        again = await replayer.replay(steps, judge=False, states=True, watch=watch, brief=brief)
         await gauged.wait()
         return again
     memo.gauged[start_url] = done = asyncio.Event()
     try:
-        again = await replayer.replay(steps, judge=False, states=True, gap=GAP_S, watch=watch)
+        again = await replayer.replay(
+            steps, judge=False, states=True, gap=GAP_S, watch=watch, brief=brief
+        )
         if again is not None and again.again is not None:
             memo.moved[start_url] = volatile(again.states[0], again.again)
         return again
@@ -171,6 +176,22 @@ def _prove(found: list[Candidate], first: Screens, again: Screens | None, moved:
         elif _transient(c, again):
             c.dropped = "transient"
     return len(starts)
+
+
+def _brief(replayer: Replayer, steps: tuple[int, ...], found: list[Candidate]) -> frozenset[str]:
+    """The worded candidates a control's passing feedback may be: an element of the last
+    clicked one's role that appeared with the last step ("Add to cart" ─► "Added ✓" for 1.2 s),
+    followed a moment after the demonstration (replay.BRIEF_S) as a toast is; only those, as
+    the wait is paid on every such replay."""
+    hit = replayer.hits.get(steps[-1]) if steps else None
+    if hit is None or not isinstance(replayer.actions.get(steps[-1]), Click):
+        return frozenset()
+    return frozenset(
+        c.effect.subject
+        for c in found
+        if c.words and c.k == len(steps) and c.effect.kind == "appeared"
+        and c.effect.role == hit.role and c.effect.subject
+    )  # fmt: skip
 
 
 def _transient(c: Candidate, again: Screens) -> bool:
