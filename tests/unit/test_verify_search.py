@@ -73,12 +73,19 @@ def test_an_early_step_is_found_with_the_whole_episode() -> None:
 
 
 def test_a_search_cut_short_decides_only_what_it_replayed() -> None:
-    # all 4 pass on the third replay (1, 2, then 4 steps): the budget ends there
+    # the last 3 pass on the third replay (1, 2, then 3 steps): the budget ends there, before
+    # any replay left out 2 or 3; 1 is proven (the last 2 failed), 0 is not needed (the last
+    # 3 passed without it)
     result, _rule = search(lambda s: {1, 3} <= s, 4, budget=3)
-    assert result.status == "reduced" and result.kept == {0, 1, 2, 3}
-    assert result.proven == set()
-    assert flags(result, 4) == [None] * 4
+    assert result.status == "reduced" and result.kept == {1, 2, 3}
+    assert result.proven == {1}
+    assert flags(result, 4) == [False, True, None, None]
     assert "max_replays" in (result.note or "")
+    # all 4 pass on the fourth (1, 2, 3, then 4 steps): nothing left out but what failed
+    result, _rule = search(lambda s: {0, 3} <= s, 4, budget=4)
+    assert result.status == "reduced" and result.kept == {0, 1, 2, 3}
+    assert result.proven == {0}
+    assert flags(result, 4) == [True, None, None, None]
 
 
 def test_nothing_reproduces_nothing_is_kept() -> None:
