@@ -18,7 +18,7 @@ alone (most explore successes are one click); else the shortest passing suffix: 
 binary search ("the last steps did it" costs a few replays, not a search over the whole
 episode); then delta debugging (Zeller's ddmin, on complements) drops steps of that suffix
 while the check still passes. A replay is observed as it goes (its screens: the path's
-samples) only where a pass would likely end the search, never a proof or a complement, which
+samples) only where a pass would likely end the search (a short one), never a proof, which
 should fail: a screen no sample shows is not taken. A
 replay acts on elements, not pixels: a click finds the episode's element (role, name, its
 position among equals) on the replay's own page and clicks it where it is now; not found is a
@@ -84,8 +84,11 @@ async def minimal(
             why = stop()
             if why is not None:
                 return current, why
-            # a complement mostly fails (the suffix's steps are mostly needed): not observed
-            if await replayer.passes([*fixed, *rest], likely=False):
+            # a complement mostly fails (the suffix's steps are mostly needed): observed only
+            # when short, where a failure wastes a screen or two and a pass saves the path a
+            # replay of its own
+            likely = len(fixed) + len(rest) <= 2
+            if await replayer.passes([*fixed, *rest], likely=likely):
                 current, n = rest, max(n - 1, 2)
                 break
         else:
