@@ -290,6 +290,12 @@ class Camera:
         waited, quiet, _ = await self._until_quiet(limit_ms, read)
         return waited, quiet
 
+    async def settled_elements(self) -> tuple[Element, ...]:
+        """`settle`, then `elements`, in one evaluate (a replay aiming a click: one round trip
+        to the page, not two)."""
+        _, _, (elements, _, _) = await self._settled_scan(self.config.settle_timeout_ms)
+        return elements
+
     async def _scan(self) -> tuple[tuple[Element, ...], float, float]:
         try:
             return await self.elements()

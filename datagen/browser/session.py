@@ -203,6 +203,11 @@ class Session:
         """The visible interactive elements and the scroll offset (`Camera.elements`)."""
         return await self.camera.elements()
 
+    async def settled_elements(self) -> tuple[Element, ...]:
+        """Wait until the page holds still, then its visible interactive elements, in one
+        evaluate (`Camera.settled_elements`)."""
+        return await self.camera.settled_elements()
+
     async def settle(self) -> tuple[float, bool]:
         """Wait until the page holds still: (ms waited, quiet) (`Camera.settle`)."""
         return await self.camera.settle()

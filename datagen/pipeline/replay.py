@@ -38,7 +38,9 @@ from datagen.records import (
 )
 
 log = logging.getLogger(__name__)
-OBSERVED_UP_TO = 2  # steps: a replay this short takes its screens as it goes
+# steps: a replay this short that the search expects to end with, if it passes, takes its
+# screens as it goes (a longer one is observed in a replay of its own once it is the path)
+OBSERVED_UP_TO = 4
 # A message in a live region still shown this long after the last step's state is no toast:
 # the bundled sites' toasts go after 1.2 to 3 s from when they appear, before the scan
 PERSIST_S = 3.0
@@ -115,10 +117,11 @@ class Replayer:
 
     async def passes(self, steps: Sequence[int], likely: bool = True) -> bool:
         """Does the check pass after replaying `steps` (step indices, in order)? A replay of
-        at most OBSERVED_UP_TO steps is observed as it goes (`screens`): most minimal paths are
-        one or two steps, and their screens then cost no replay of their own. Not one the
-        search expects to fail (`likely` False: a proof that a step is needed), whose
-        screens would be thrown away."""
+        at most OBSERVED_UP_TO steps that, if it passes, is likely the path the search ends
+        with (`likely`) is observed as it goes (`screens`): most minimal paths are one to
+        three steps, and their screens then cost no replay of their own. Not any other (a
+        proof that a step is needed, which should fail; a suffix the search will narrow),
+        whose screens would be thrown away: observing costs a screenshot and a scan a step."""
         key = tuple(sorted(steps))
         if key not in self.seen:
             self.replays += 1
@@ -179,27 +182,27 @@ class Replayer:
         if path is None:
             return None
         await session.settle()
-        if observe:
-            obs = await session.observe()
-            image = ImageData(bytes=obs.screenshot, path=f"path-final.{obs.image_format}")
-            path.final = (image, obs.url)
-            path.states.append(await _state(session, obs))
-        elif self.states:
+        if self.states and not observe:
             path.states.append(await session.state())
             await self._messages(session, path, last=True)
         path.writes.append(router.state)
         if await self._failed(session, "after the last step"):
             return None
-        if not judge:
-            return None if self._diverged(router) else path
-        if await run_check(session, self.task.check, self.task.id) is not True:
+        if judge and await run_check(session, self.task.check, self.task.id) is not True:
             if router.refused_gets:  # what it may have needed, for the note
                 self.divergences.append(
                     "its check did not pass; GETs the episode never made were refused: "
                     + ", ".join(router.refused_gets)
                 )
             return None
-        return None if self._diverged(router) else path
+        if self._diverged(router):
+            return None
+        if observe:  # only now: the last screen of a replay that failed is never shown
+            obs = await session.observe()
+            image = ImageData(bytes=obs.screenshot, path=f"path-final.{obs.image_format}")
+            path.final = (image, obs.url)
+            path.states.append(await _state(session, obs))
+        return path
 
     async def _steps(
         self,
@@ -212,21 +215,25 @@ class Replayer:
         for index in steps:
             if self.watch is not None:
                 self.watch.step_began(index)
-            await session.settle()
+            action = self.actions[index]
+            elements: Sequence[Element] | None = None
+            aimed = isinstance(action, Click) and index in self.hits
+            if observe:  # it settles, and its scan is the page the click is aimed on
+                elements = await self._observe(session, index, path, action)
+            elif aimed and not self.states:  # the settle and the click's scan: one evaluate
+                elements = await session.settled_elements()
+            else:
+                await session.settle()
             if await self._failed(session, f"before step {index}"):
                 return None
-            action = self.actions[index]
             path.writes.append(router.state)
-            elements: Sequence[Element] | None = None
-            if observe:  # its scan is the page the click is aimed on: no second one
-                elements = await self._observe(session, index, path, action)
-            elif self.states:  # what checks read, without a screenshot (task synthesis)
+            if self.states and not observe:  # what checks read, no screenshot (task synthesis)
                 path.states.append(await session.state())
                 await self._messages(session, path)
                 if self.gap and len(path.states) == 1:
                     await asyncio.sleep(self.gap)
                     path.again = await session.state()
-            if isinstance(action, Click) and index in self.hits:
+            if isinstance(action, Click) and aimed:
                 if elements is None:
                     elements, _, _ = await session.elements()
                 scale = session.config.device_scale_factor

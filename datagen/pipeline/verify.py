@@ -13,10 +13,13 @@ led off the scope and was undone, is left out from the start) are replayed from 
 on a browser context of the same worker as new as a fresh one (sandbox.py: one context for
 all of an episode's replays, wiped between them; its consent dialog answered as the episode's
 was), each after the page settles, and the check is asked at the end. First the last action
-alone (most explore successes are one click); else all of them (does the success reproduce at
-all?); then the shortest passing suffix, doubling (the last 2, 4, … actions: "the last steps
-did it" costs a few replays, not a search over the whole episode); then delta debugging
-(Zeller's ddmin, on complements) drops steps of that suffix while the check still passes. A
+alone (most explore successes are one click); else the shortest passing suffix: the last 2,
+3, 6, 12, … actions, the whole episode last (does the success reproduce at all?), then a
+binary search ("the last steps did it" costs a few replays, not a search over the whole
+episode); then delta debugging (Zeller's ddmin, on complements) drops steps of that suffix
+while the check still passes. A replay is observed as it goes (its screens: the path's
+samples) only where a pass would likely end the search (a short one), never a proof, which
+should fail: a screen no sample shows is not taken. A
 replay acts on elements, not pixels: a click finds the episode's element (role, name, its
 position among equals) on the replay's own page and clicks it where it is now; not found is a
 divergence. A replay passes only if it stays the episode's trajectory: the site is asked
@@ -81,7 +84,11 @@ async def minimal(
             why = stop()
             if why is not None:
                 return current, why
-            if await replayer.passes([*fixed, *rest]):
+            # a complement mostly fails (the suffix's steps are mostly needed): observed only
+            # when short, where a failure wastes a screen or two and a pass saves the path a
+            # replay of its own
+            likely = len(fixed) + len(rest) <= 2
+            if await replayer.passes([*fixed, *rest], likely=likely):
                 current, n = rest, max(n - 1, 2)
                 break
         else:
@@ -237,27 +244,32 @@ async def _suffix(
     replayer: Replayer, steps: list[int], stop: Callable[[], str | None]
 ) -> tuple[int | None, str | None]:
     """Where the shortest passing suffix starts (None when not even all the actions passed),
-    and why it stopped early. The last 2, 4, 8, … actions, then all of them, until one passes;
-    then a binary search between the last that failed and it. Explore's successes are mostly
-    its last few steps: a few short replays, where a replay of the whole episode and ddmin
-    over it take many long ones."""
+    and why it stopped early. The last 2, 3, 6, 12, … actions, then all of them, until one
+    passes; then a binary search between the last that failed and it. Explore's successes are
+    mostly its last few steps: a few short replays, where a replay of the whole episode and
+    ddmin over it take many long ones. Why 3 before doubling: entering text is three steps
+    (the field clicked, the text typed, Enter or a button), found in 3 replays, not 4.
+
+    A suffix is observed as it is replayed only where its pass would end the search (the one
+    after it failed) and it is not the whole episode (whose path has the episode's screens)."""
     failed, size = 1, 2  # the last action alone failed
     while True:
         size = min(size, len(steps))
         why = stop()
         if why is not None:
             return None, why
-        if await replayer.passes(steps[-size:]):
+        likely = size == failed + 1 and size < len(steps)
+        if await replayer.passes(steps[-size:], likely=likely):
             break
         if size == len(steps):
             return None, None
-        failed, size = size, size * 2
+        failed, size = size, 3 if size == 2 else size * 2
     while size - failed > 1:  # steps[-size:] passes, steps[-failed:] does not
         middle = (size + failed) // 2
         why = stop()
         if why is not None:
             return len(steps) - size, why
-        if await replayer.passes(steps[-middle:]):
+        if await replayer.passes(steps[-middle:], likely=middle == failed + 1):
             size = middle
         else:
             failed = middle

@@ -17,7 +17,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from playwright.async_api import Request, Route, WebSocketRoute
+from playwright.async_api import Frame, Request, Route, WebSocketRoute
 
 from datagen.browser.host import BrowserHost
 from datagen.config import BrowserConfig
@@ -112,11 +112,16 @@ def test_each_replay_meets_the_context_as_new() -> None:
 
 async def episodes() -> tuple[list[list[dict[str, Any]]], list[ReplayContext], list[int]]:
     """Two episodes' replays one after the other on one browser; the second's recording names
-    another origin (what a wipe of its own origins alone would leave at ORIGIN)."""
+    another origin (what a wipe of its own origins alone would leave at ORIGIN). Last of the
+    counts: the page's navigations to about:blank."""
     host = BrowserHost(BrowserConfig(), allow=["127.0.0.1"])
     await host.start()
     found: list[list[dict[str, Any]]] = []
-    sandboxes, in_flight = [], []
+    sandboxes, in_flight, blank = [], [], [0]
+
+    def left(frame: Frame) -> None:
+        blank[0] += frame.parent_frame is None and frame.url == "about:blank"
+
     try:
         for urls in ([f"{ORIGIN}/page"], ["http://127.0.0.1:9/elsewhere"]):
             sandbox = ReplayContext(host, frozenset(), urls)
@@ -124,6 +129,8 @@ async def episodes() -> tuple[list[list[dict[str, Any]]], list[ReplayContext], l
             found.append([])
             for _ in range(2):
                 session = await sandbox.start(PageRouter())
+                if not sandboxes[1:] and not found[0]:  # one page for both: the shelved one
+                    session.page.on("framenavigated", left)
                 in_flight.append(host.admission.in_flight)
                 await session.goto(f"{ORIGIN}/page")
                 await session.page.wait_for_function("document.title.startsWith('{')")
@@ -134,7 +141,7 @@ async def episodes() -> tuple[list[list[dict[str, Any]]], list[ReplayContext], l
     finally:
         await host.close()
     assert not shelf_of(host).idle  # closed with the browser
-    return found, sandboxes, [*in_flight, on_shelf]
+    return found, sandboxes, [*in_flight, on_shelf, blank[0]]
 
 
 def test_the_next_episode_meets_a_shelved_context_as_new() -> None:
@@ -148,7 +155,10 @@ def test_the_next_episode_meets_a_shelved_context_as_new() -> None:
     assert (first.opened, first.reused) == (1, 0)
     assert (second.opened, second.reused) == (0, 1)  # the first's context, from the shelf
     # a context is a session in flight while an episode holds it, not on the shelf
-    assert counts[:-1] == [1, 1, 0, 1, 1, 0] and counts[-1] == 1 <= KEEP
+    assert counts[:-2] == [1, 1, 0, 1, 1, 0] and counts[-2] == 1 <= KEEP
+    # each episode's page leaves for about:blank before its second replay and as it closes;
+    # the shelved page is already there, and the second episode's first wipe leaves it be
+    assert counts[-1] == 4
     for sandbox in (first, second):
         assert {fate for fate, *_ in sandbox.requests} <= {"answered", "refused"}
         answered = sum(n for key, n in sandbox.requests.items() if key[0] == "answered")

@@ -10,10 +10,12 @@ what the page's server saw and by a second, independent replay of the needed ste
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.async_api import async_playwright
@@ -238,3 +240,52 @@ async def _solves(trials: list[tuple[str, list[Click], str, str]]) -> list[bool]
             return found
         finally:
             await browser.close()
+
+
+def test_replays_take_only_screens_a_sample_shows(
+    plugin: ReadyPlugin, server: Pages, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counted, not timed: the observations replays make. Theme, agree, submit: the last click
+    alone fails (observed as it went, in case it passed: one screen, none after it), the last
+    two pass (two screens and the final one: the path's samples), and the proof that agree
+    is needed is not observed at all."""
+    from datagen.browser.session import Session
+    from datagen.pipeline.replay import Replayer
+
+    replaying, screens = contextvars.ContextVar("replaying", default=False), [0]
+    replay, observe = Replayer.replay, Session.observe
+
+    async def counted_replay(self: Replayer, *args: Any, **kwargs: Any) -> Any:
+        replaying.set(True)  # this task's context: the replay's own
+        return await replay(self, *args, **kwargs)
+
+    async def counted_observe(self: Session) -> Any:
+        screens[0] += replaying.get()
+        return await observe(self)
+
+    monkeypatch.setattr(Replayer, "replay", counted_replay)
+    monkeypatch.setattr(Session, "observe", counted_observe)
+    url = base(server)
+    task = TaskSpec(
+        id="two",
+        start_url=f"{url}/two",
+        instruction="Agree, then submit.",
+        check=SuccessCheck(js="document.body.dataset.sent === 'agreed'"),
+        actions=(Click(x=380, y=40), Click(x=40, y=40), Click(x=100, y=120)),
+    )
+    config = make_config(
+        tmp_path,
+        policy={"type": "scripted"},
+        run={"max_steps": 8},
+        browser={"allow": [url.removeprefix("http://")]},
+        annotation={"grounding": False, "verify": {"max_replays": 12}},
+    )
+    Local(plugin).run(config, 3, [task])
+
+    (episode,) = read(tmp_path / "out", "episodes")
+    assert episode["verification"] == "minimal", episode["verify_note"]
+    steps = sorted(read(tmp_path / "out", "steps"), key=lambda s: s["step_index"])
+    assert [s["needed"] for s in steps] == [False, True, True, True]
+    assert [s["path_screenshot"] is not None for s in steps] == [False, True, True, True]
+    assert episode["verify_replays"] == 3  # the last alone, the last two, the last alone of them
+    assert screens[0] == 1 + 3  # (and before: 2 + 3, the failed one's last screen taken too)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from datagen.config import VerifyConfig
-from datagen.pipeline.replay import Replayer, Screens
+from datagen.pipeline.replay import OBSERVED_UP_TO, Replayer, Screens
 from datagen.pipeline.verify import Verdict, _flag, _search
 
 
@@ -26,12 +26,14 @@ class Rule:
         self.screens: dict[tuple[int, ...], Screens] = {}
         self.divergences: list[str] = []
         self.asked: list[tuple[int, ...]] = []
+        self.likely: dict[tuple[int, ...], bool] = {}  # what Replayer would observe (short)
 
     async def passes(self, steps: Sequence[int], likely: bool = True) -> bool:
         key = tuple(sorted(steps))
         if key not in self.seen:
             self.replays += 1
             self.asked.append(key)
+            self.likely[key] = likely
             self.seen[key] = self.solves(set(key))
             if self.seen[key]:
                 self.passed.append(key)
@@ -73,12 +75,19 @@ def test_an_early_step_is_found_with_the_whole_episode() -> None:
 
 
 def test_a_search_cut_short_decides_only_what_it_replayed() -> None:
-    # all 4 pass on the third replay (1, 2, then 4 steps): the budget ends there
+    # the last 3 pass on the third replay (1, 2, then 3 steps): the budget ends there, before
+    # any replay left out 2 or 3; 1 is proven (the last 2 failed), 0 is not needed (the last
+    # 3 passed without it)
     result, _rule = search(lambda s: {1, 3} <= s, 4, budget=3)
-    assert result.status == "reduced" and result.kept == {0, 1, 2, 3}
-    assert result.proven == set()
-    assert flags(result, 4) == [None] * 4
+    assert result.status == "reduced" and result.kept == {1, 2, 3}
+    assert result.proven == {1}
+    assert flags(result, 4) == [False, True, None, None]
     assert "max_replays" in (result.note or "")
+    # all 4 pass on the fourth (1, 2, 3, then 4 steps): nothing left out but what failed
+    result, _rule = search(lambda s: {0, 3} <= s, 4, budget=4)
+    assert result.status == "reduced" and result.kept == {0, 1, 2, 3}
+    assert result.proven == {0}
+    assert flags(result, 4) == [True, None, None, None]
 
 
 def test_nothing_reproduces_nothing_is_kept() -> None:
@@ -86,3 +95,26 @@ def test_nothing_reproduces_nothing_is_kept() -> None:
     assert result.status == "not_reproduced" and result.kept == set()
     assert flags(result, 5) == [None] * 5
     assert rule.asked[-1] == tuple(range(5))  # the whole episode was the last word
+
+
+def test_entering_text_is_found_in_three_suffix_replays_observed_as_the_path() -> None:
+    # click the field, type, submit: the last 1, 2, then 3 steps (not 4, then 3)
+    result, rule = search(lambda s: {7, 8, 9} <= s, 10)
+    assert result.status == "full" and result.kept == result.proven == {7, 8, 9}
+    assert rule.asked[:3] == [(9,), (8, 9), (7, 8, 9)]
+    assert rule.replays == 5  # and (7, 9), (7, 8): each of 8 and 9 left out once
+    # its pass ended the search: observed as it went, the path costs no replay of its own
+    assert rule.likely[(7, 8, 9)] is True
+
+
+def test_replays_whose_screens_no_sample_shows_are_not_observed() -> None:
+    # a needed step at the start: the whole episode passes, the binary search and ddmin narrow
+    result, rule = search(lambda s: {0, 9} <= s, 10)
+    assert result.status == "full" and result.kept == result.proven == {0, 9}
+    observed = [k for k in rule.asked if rule.likely[k] and len(k) <= OBSERVED_UP_TO]
+    # the last 1, 2, 3 (each would have ended the search), and the path itself, found by
+    # ddmin: not the whole episode (it has the episode's own screens), not the 6 steps whose
+    # pass the binary search would narrow, not the proof that 0 is needed (it should fail)
+    assert observed == [(9,), (8, 9), (7, 8, 9), (0, 9)]
+    assert rule.asked.index((0,)) > rule.asked.index((0, 9))
+    assert tuple(range(10)) in rule.asked and tuple(range(4, 10)) in rule.asked
