@@ -56,8 +56,7 @@ class Screens:
     final: tuple[ImageData, str] | None = None
     # observed: the page's state before each step, then after the last (task synthesis)
     states: list[PageState] = field(default_factory=list)
-    # the start state once more, a gap after another observation of it (what moves by
-    # itself): synthesis.py sets it from Replayer.gauge
+    # with a gap: the start state once more, that many seconds later (what moves by itself)
     again: PageState | None = None
     acted: dict[int, Action] = field(default_factory=dict)  # by step: the action as done here
     # at each of `states`: how many of the episode's writes the replay had repeated (the
@@ -91,8 +90,8 @@ class Replayer:
         self.live = frozenset(config.live if config is not None else ())
         self.replays = 0
         recorded = [url for _, url in self.recording.safe] + [e.url for e in self.recording.writes]
-        self.urls = [start_url, *recorded]  # whose origins' storage a wipe clears
-        self.sandbox = ReplayContext(ctx.host, self.live, self.urls, self.agent)
+        agent = ctx.config.run.hosts.user_agent
+        self.sandbox = ReplayContext(ctx.host, self.live, [start_url, *recorded], agent)
         self.divergences: list[str] = []
         self.passed: list[tuple[int, ...]] = []  # step sets that passed, in the order found
         self.longest = 0.0  # the slowest replay so far (s): what the observed path may need
@@ -100,6 +99,7 @@ class Replayer:
         self.screens: dict[tuple[int, ...], Screens] = {}  # of passing replays observed
         self.watch: StragglerWatch | None = None
         self.states = False  # the replay in progress records its states (`replay`)
+        self.gap = 0.0  # and the start state a second time, this many seconds later
         self.watch_text: frozenset[str] = frozenset()  # and the live regions' (Screens.live)
         self.brief_text: frozenset[str] = frozenset()  # a control's own text, followed briefly
 
@@ -112,36 +112,6 @@ class Replayer:
     async def close(self) -> None:
         """Close the replays' context (what fires as it closes is refused and counted)."""
         await self.sandbox.close()
-
-    @property
-    def agent(self) -> str | None:
-        """The episode's user agent (run.hosts.user_agent), as its replays have it."""
-        return self.ctx.config.run.hosts.user_agent
-
-    async def gauge(self, gap: float) -> tuple[PageState, PageState] | None:
-        """The start page's state twice, `gap` seconds apart, on a sealed context of its own
-        (its requests answered from the recording as a replay's are, and counted with
-        theirs): beside a replay, which then need not wait the gap before its first step.
-        None when it failed (what moved is then unknown)."""
-        sandbox = ReplayContext(self.ctx.host, self.live, self.urls, self.agent)
-        try:
-            session = await sandbox.start(ReplayRouter(self.recording, self.live))
-            await session.goto(self.start_url)
-            if self.consent is not None:
-                await answer_consent(session, self.ctx.config.browser.consent)
-            await session.settle()
-            first = await session.state()
-            await asyncio.sleep(gap)
-            return first, await session.state()
-        except (*BROWSER_FAILURES, TimeoutError) as exc:
-            await sandbox.drop()
-            if not self.ctx.host.connected:
-                raise BrowserDied(f"browser closed while replaying task {self.task.id}") from None
-            log.info("observing the start page failed: %s", exc, extra={"task_id": self.task.id})
-            return None
-        finally:
-            await sandbox.close()
-            self.sandbox.requests.update(sandbox.requests)
 
     async def passes(self, steps: Sequence[int], likely: bool = True) -> bool:
         """Does the check pass after replaying `steps` (step indices, in order)? A replay of
@@ -169,11 +139,12 @@ class Replayer:
         observe: bool = False,
         judge: bool = True,
         states: bool = False,
+        gap: float = 0.0,
         watch: frozenset[str] = frozenset(),
         brief: frozenset[str] = frozenset(),
     ) -> Screens | None:
         """Replay `steps`; the path (its screens and states when `observe`, its states alone
-        when `states`, the
+        when `states`, the start state again `gap` seconds after the first when `gap`, the
         live regions' lines at each state and the state once those naming any of `watch` went
         when `watch`, or once `brief`'s left the page's text) if it stayed the episode's
         trajectory and the check passed (not asked unless `judge`), else None."""
@@ -186,7 +157,7 @@ class Replayer:
             # covers the page's foot, and clicks there would land on it
             if self.consent is not None:
                 await answer_consent(session, ctx.config.browser.consent)
-            self.states, self.watch_text = states, watch
+            self.states, self.gap, self.watch_text = states, gap, watch
             self.brief_text = brief
             return await self._run(session, steps, router, observe, judge)
         except (*BROWSER_FAILURES, TimeoutError) as exc:
@@ -252,6 +223,9 @@ class Replayer:
             elif self.states:  # what checks read, without a screenshot (task synthesis)
                 path.states.append(await session.state())
                 await self._messages(session, path)
+                if self.gap and len(path.states) == 1:
+                    await asyncio.sleep(self.gap)
+                    path.again = await session.state()
             if isinstance(action, Click) and index in self.hits:
                 if elements is None:
                     elements, _, _ = await session.elements()

@@ -6,10 +6,9 @@
          (annotate/tasks.py) ─► candidates, each a check; those another episode of the shard
          from the same start proved already are left out (no replay when none is left)
       ─► no candidate with words: each dropped as `no_words`, no replay (none can be kept)
-      ─► one more replay, its states scanned at each point; beside it, the first of the
-         shard for its start observes the start twice, GAP_S apart, on a sealed context of
-         its own (Replayer.gauge: the replay does not wait the gap); a message a live region
-         showed that names a worded candidate is followed until it goes (replay.PERSIST_S)
+      ─► one more replay, its states scanned at each point; the first of the shard for its
+         start observes the start twice, GAP_S apart; a message a live region showed that
+         names a worded candidate is followed until it goes (replay.PERSIST_S at most)
          ─► kept: false on every start state (both replays', the later one), true after its
          demonstration on both replays, nothing in it that moved between the observations of
          the start or between the two replays' states after the same steps, and not a
@@ -51,8 +50,8 @@ from datagen.url import path_of, strip_credentials
 
 # Between two observations of a start page: a clock or a counter that ticks each second or
 # faster shows in it (two replays' start states come at the same moment after the load, and
-# a counter that counts from the load reads the same in both). Observed once per start and
-# shard, beside the proof's replay (Replayer.gauge).
+# a counter that counts from the load reads the same in both). Paid once per start and shard
+# that has a candidate with words.
 GAP_S = 1.5
 
 
@@ -124,9 +123,8 @@ async def _replay_again(
 ) -> Screens | None:
     """The proof's second replay, its states scanned, the live regions' messages naming a
     subject of `watch` followed until they go (replay.PERSIST_S at most). The shard's first
-    for `start_url` observes the start twice, GAP_S apart, into `memo.moved` and the replay's
-    `again`, on a context of its own beside the replay; the others (the shard's episodes
-    synthesise at once) wait for that."""
+    for `start_url` observes the start twice, GAP_S apart, into `memo.moved`; the others (the
+    shard's episodes synthesise at once) wait for that instead of waiting GAP_S each."""
     gauged = memo.gauged.get(start_url)
     if gauged is not None:
         again = await replayer.replay(steps, judge=False, states=True, watch=watch, brief=brief)
@@ -134,24 +132,14 @@ async def _replay_again(
         return again
     memo.gauged[start_url] = done = asyncio.Event()
     try:
-        replayed = asyncio.create_task(
-            replayer.replay(steps, judge=False, states=True, watch=watch, brief=brief)
+        again = await replayer.replay(
+            steps, judge=False, states=True, gap=GAP_S, watch=watch, brief=brief
         )
-        gauge = asyncio.create_task(replayer.gauge(GAP_S))
-        try:
-            again, seen = await asyncio.gather(replayed, gauge)
-        except BaseException:  # the browser died, the episode's time ran out: both end
-            for job in (replayed, gauge):
-                job.cancel()
-            await asyncio.gather(replayed, gauge, return_exceptions=True)
-            raise
-        if seen is not None:
-            memo.moved[start_url] = volatile(*seen)
-            if again is not None:
-                again.again = seen[1]  # a start state too: the check must be false on it
+        if again is not None and again.again is not None:
+            memo.moved[start_url] = volatile(again.states[0], again.again)
         return again
     finally:
-        done.set()  # a failed observation leaves none: what moved is then unknown
+        done.set()  # a failed replay leaves no observation: what moved is then unknown
 
 
 def _candidates(states: list[PageState], config: TasksConfig, proven: set[str]) -> list[Candidate]:
