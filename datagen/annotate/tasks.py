@@ -8,13 +8,17 @@ pipeline/synthesis.py, which also proves each candidate by replays). An effect i
 between the start state and the state after the demonstration's first k steps: the URL (path,
 query, else each new `key=value` pair of its fragment), an element that appeared or
 disappeared (role, name), a control's state (checked) or shown value (a drop-down's option),
-text that became visible. Words are kept only where they name what the check reads
-(decide.py). What differs between two
+text that became visible, a control that shows another number (`count`). Words are kept
+only where they name what the check reads (decide.py). What differs between two
 observations of the start state moves by itself (a clock, a counter, a random token): it is
-never used, nor anything that looks like it once its digits are masked. Nor is a change in
-digits alone ("Visitors 100" ─► "Visitors 198", "Cart (2)" ─► "Cart (3)"): a line or a name
-that was there before, its digits aside, is no effect (a counter that ticks between two
-observations too slowly to be caught would otherwise become a task).
+never used, nor anything that looks like it once its digits are masked. A line of text that
+changed in its digits alone ("Visitors 100" ─► "Visitors 198") is no effect either: a counter
+that ticks between two observations too slowly to be caught would otherwise become a task. A
+control's name that changed in its digits alone (the shop's "Cart 0" ─► "Cart 1") is one, a
+`count`, as the episode caused it: the one control of its role and name but for the digits,
+before and after, its reading steady between the observations of the start; the proof's
+sealed replays then confirm it (synthesis.py: a control that ticks by itself reads otherwise
+on the second replay, or had moved between the start's observations).
 """
 
 from __future__ import annotations
@@ -27,13 +31,17 @@ from datagen.annotate.decide import decides, labelled, pager
 from datagen.records import ElementCheck, ElementState, PageState, SuccessCheck
 from datagen.url import fragment_of, path_of, query_of
 
-KINDS = ("state", "value", "url", "appeared", "text", "disappeared")  # most telling first
+KINDS = ("state", "value", "url", "count", "appeared", "text", "disappeared")  # most telling first
 DIGITS = re.compile(r"\d+")
 # a line of text worth a check: a message, a heading; not a paragraph (it would be brittle)
 TEXT_LEN = (3, 80)
 # roles whose shown value is a choice a person makes (not a field's typed text)
 CHOICES = frozenset({"combobox", "listbox", "radiogroup", "spinbutton", "slider"})
 SWITCHES = {"switch": ("Turn on", "Turn off"), "radio": ("Select", "Select")}
+# a control's name of words and one number at its end ("Cart 1", "Inbox (3)"): its words
+COUNTED = re.compile(r"(?P<words>.*[^\W\d_].*?)[\s:]*\(?(?P<n>\d+)\)?")
+# roles a control's words name in an instruction ("the "Cart" button")
+NOUNS = frozenset({"button", "link", "tab", "menuitem"})
 
 
 @dataclass(frozen=True)
@@ -46,6 +54,7 @@ class Effect:
     check: SuccessCheck
     subject: str = ""
     role: str = ""
+    was: str = ""  # a `count`'s name before ("Cart 0"; its subject: "Cart 1")
 
 
 @dataclass(frozen=True)
@@ -139,15 +148,40 @@ def _masked_names(state: PageState) -> set[tuple[str, str]]:
     return {(e.role, mask(e.name)) for e in state.elements}
 
 
+def _by_mask(state: PageState) -> dict[tuple[str, str], list[ElementState]]:
+    found: dict[tuple[str, str], list[ElementState]] = {}
+    for e in state.elements:
+        found.setdefault((e.role, mask(e.name)), []).append(e)
+    return found
+
+
+def _renumbered(
+    start: PageState, after: PageState, before: dict[tuple[str, str], ElementState]
+) -> dict[tuple[str, str], ElementState]:
+    """Controls of `after` that are one of `start`'s but for their digits ("Cart 0" ─►
+    "Cart 1"), by their name now, each with the element before: the one element of that role
+    and masked name on either page, on screen on both (`before`: `start`'s unique ones)."""
+    was_by, pairs = _by_mask(start), {}
+    for key, now in _by_mask(after).items():
+        was = was_by.get(key, [])
+        if len(now) == len(was) == 1 and was[0].name != now[0].name:
+            pairs[(now[0].role, now[0].name)] = was[0]
+    # on screen before: a covered control is not on screen (_unique)
+    return {k: e for k, e in pairs.items() if before.get((e.role, e.name)) is e}
+
+
 def _element_effects(start: PageState, after: PageState) -> list[Effect]:
     before, now = _unique(start), _unique(after)
     found: list[Effect] = []
     was_there, still_there = _masked_names(start), _masked_names(after)
+    counted = _renumbered(start, after, before)
     for key, e in now.items():
         was = before.get(key)
         if was is None:
             if (e.role, mask(e.name)) not in was_there:  # new, not a renumbered one
                 found.append(_element("appeared", e))
+            elif key in counted:  # the same control, showing another number
+                found.append(replace(_element("count", e), was=counted[key].name))
         elif e.checked is not None and was.checked is not None and e.checked != was.checked:
             found.append(_element("state", e, state="checked" if e.checked else "unchecked"))
         elif e.role in CHOICES and e.text and e.text != was.text:
@@ -239,6 +273,18 @@ def _steps(acts: Sequence[Act], drawn: Sequence[str], marks: list[str]) -> str |
     return ", then ".join(said) or None
 
 
+def _count(effect: Effect) -> str:
+    """A control that shows another number, in words its check decides (a control of that
+    role and name): `Make the "Cart" button show 1` when its name is words and a number that
+    changed at its end, else `Make the "Page 1 of 5" button read "Page 2 of 5"`. From the
+    control alone: whichever step made the number, the check reads the control."""
+    was, now = COUNTED.fullmatch(effect.was), COUNTED.fullmatch(effect.subject)
+    noun = f" {effect.role}" if effect.role in NOUNS else ""
+    if was is not None and now is not None and was["words"] == now["words"]:
+        return f"Make {'the ' if noun else ''}{_quote(now['words'])}{noun} show {now['n']}"
+    return f"Make {'the ' if noun else ''}{_quote(effect.was)}{noun} read {_quote(effect.subject)}"
+
+
 def instruction(effect: Effect, acts: Sequence[Act]) -> str | None:
     """An instruction a person would give for `effect`, from its kind and the demonstration's
     element names (all of them on the screen when acted on); None when none can be written
@@ -253,6 +299,8 @@ def instruction(effect: Effect, acts: Sequence[Act]) -> str | None:
         else:
             verb = "Check" if on else "Uncheck"
         return f"{verb} {subject}"
+    if effect.kind == "count":
+        return _count(effect)
     if effect.kind == "value" and effect.check.element is not None:
         return f"Choose {_quote(effect.check.element.value or '')} in {subject}"
     if (

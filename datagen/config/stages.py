@@ -7,7 +7,7 @@ instruction), and which of them are kept.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field, field_validator, model_validator
 
@@ -100,8 +100,8 @@ class VerifyConfig(Section):
         return [h.lower() for h in value]
 
 
-TaskKind = Literal["state", "value", "url", "appeared", "text", "disappeared"]
-TASK_KINDS: tuple[TaskKind, ...] = ("state", "value", "url", "appeared", "text", "disappeared")
+TaskKind = Literal["state", "value", "url", "count", "appeared", "text", "disappeared"]
+TASK_KINDS: tuple[TaskKind, ...] = get_args(TaskKind)
 
 
 class TasksConfig(Section):
@@ -118,8 +118,9 @@ class TasksConfig(Section):
     kinds: list[TaskKind] = Field(
         default_factory=lambda: list(TASK_KINDS),
         description="effect kinds that may become tasks: state (a control checked or not), "
-        "value (a drop-down's choice), url (path or query), appeared / disappeared (an "
-        "element, by role and name), text (a line of text that became visible)",
+        "value (a drop-down's choice), url (path or query), count (a control that shows "
+        "another number: 'Cart 0' to 'Cart 1'), appeared / disappeared (an element, by "
+        "role and name), text (a line of text that became visible)",
     )
 
 

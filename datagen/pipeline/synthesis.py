@@ -5,6 +5,7 @@
       ─► effects between the start state and the state after each of the first k steps
          (annotate/tasks.py) ─► candidates, each a check; those another episode of the shard
          from the same start proved already are left out (no replay when none is left)
+      ─► no candidate with words: each dropped as `no_words`, no replay (none can be kept)
       ─► one more replay, its states scanned at each point; the first of the shard for its
          start observes the start twice, GAP_S apart; a message a live region showed that
          names a worded candidate is followed until it goes (replay.PERSIST_S at most)
@@ -49,7 +50,8 @@ from datagen.url import path_of, strip_credentials
 
 # Between two observations of a start page: a clock or a counter that ticks each second or
 # faster shows in it (two replays' start states come at the same moment after the load, and
-# a counter that counts from the load reads the same in both). Paid once per start and shard.
+# a counter that counts from the load reads the same in both). Paid once per start and shard
+# that has a candidate with words.
 GAP_S = 1.5
 
 
@@ -93,6 +95,9 @@ async def synthesise(
         proven |= claimed
         for c in found:  # before the replay: only a task with words is watched for a toast
             c.words = instruction(c.effect, _acts(replayer, steps[: c.k]))
+        if not any(c.words for c in found):  # none can be kept: no replay to prove them
+            out.tasks += _rows(out, task, replayer, found, steps, path, config, 0)
+            return
         watch = frozenset(c.effect.subject for c in found if c.words and c.effect.subject)
         again = await _replay_again(
             replayer, steps, memo, start_url, watch, _brief(replayer, steps, found)

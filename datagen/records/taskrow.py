@@ -32,7 +32,7 @@ class TaskRow(RowBase):
     site: str
     start_url: str = Field(description="the source task's start URL, as its task list gave it")
     effect_kind: str = Field(
-        description="state | value | url | appeared | text | disappeared: what changed"
+        description="state | value | url | count | appeared | text | disappeared: what changed"
     )
     effect: str = Field(description="what it changed, e.g. state:checkbox:Buy milk:checked")
     instruction: str = Field("", description="the task in a person's words (empty: none)")

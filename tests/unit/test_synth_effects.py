@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from datagen.annotate.tasks import effects
+from datagen.annotate.tasks import effects, volatile
 from datagen.config import TasksConfig
 from datagen.config.stages import AnnotationConfig
 from datagen.observe.summary import synthesis_line
@@ -23,15 +23,54 @@ BOX = ElementState(role="checkbox", name="Buy milk", checked=False)
 TICKED = ElementState(role="checkbox", name="Buy milk", checked=True)
 
 
-def test_a_change_in_digits_alone_is_no_effect() -> None:
+def test_a_line_that_changed_in_digits_alone_is_no_effect_a_controls_number_is() -> None:
     start = state("Visitors 100\nTodo", BOX, ElementState(role="button", name="Cart (2)"))
     after = state(
         "Visitors 198\nTodo\nSaved",
         TICKED,
         ElementState(role="button", name="Cart (3)"),
     )
-    keys = {e.key for e in effects(start, start, after)}
-    assert keys == {"state:checkbox:Buy milk:checked:", "text:Saved"}
+    found = {e.key: e for e in effects(start, start, after)}
+    assert set(found) == {
+        "state:checkbox:Buy milk:checked:",
+        "count:button:Cart (3):present:",
+        "text:Saved",
+    }
+    cart = found["count:button:Cart (3):present:"]
+    assert (cart.subject, cart.was) == ("Cart (3)", "Cart (2)")
+    assert cart.check.holds_on(after) and not cart.check.holds_on(start)
+
+
+def test_a_controls_number_that_moved_between_the_start_observations_is_no_effect() -> None:
+    start = state("Todo", ElementState(role="button", name="Online 100"))
+    again = state("Todo", ElementState(role="button", name="Online 107"))
+    after = state("Todo", ElementState(role="button", name="Online 121"))
+    assert effects(start, start, after) != []  # it looks like one from two states alone
+    assert effects(start, again, after) == []
+    # nor through the proof: the gap observation of the start saw it move
+    moved = volatile(start, again)
+    found = _candidates([start, after], TasksConfig(), set())
+    _prove(found, Screens(states=[start, after]), Screens(states=[start, after]), moved)
+    assert [c.dropped for c in found] == ["volatile"]
+    # or the second replay read another number after the same steps
+    found = _candidates([start, after], TasksConfig(), set())
+    later = Screens(states=[start, state("Todo", ElementState(role="button", name="Online 128"))])
+    _prove(found, Screens(states=[start, after]), later, set())
+    assert [c.dropped for c in found] == ["volatile"]
+
+
+def test_a_count_needs_one_control_of_its_name_on_both_pages_and_on_screen() -> None:
+    two = state("", *[ElementState(role="button", name="Like 0")] * 2)
+    liked = state(
+        "", ElementState(role="button", name="Like 1"), ElementState(role="button", name="Like 0")
+    )
+    assert effects(two, two, liked) == []  # which one went up, its name does not say
+    covered = state("", ElementState(role="button", name="Cart 0", hit=False))
+    assert effects(covered, covered, state("", ElementState(role="button", name="Cart 1"))) == []
+    # a number that is the whole name is a count too (a pager's "5" is the pager's url)
+    one = state("", ElementState(role="spinbutton", name="Qty 1"))
+    two_ = state("", ElementState(role="spinbutton", name="Qty 2"))
+    assert [e.kind for e in effects(one, one, two_)] == ["count"]
 
 
 def test_what_moved_between_observations_or_replays_is_dropped() -> None:

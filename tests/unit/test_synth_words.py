@@ -5,6 +5,8 @@ number and sort header checked by one row's text."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from datagen.annotate.decide import decides, labelled, stem
 from datagen.annotate.tasks import Act, Effect, effects, instruction
 from datagen.records import ElementCheck, PageState, SuccessCheck
@@ -111,3 +113,21 @@ def test_the_pure_parts() -> None:
     assert decides("Smart Watch added to cart", 'Add "Smart Watch" to cart', ["Smart Watch"])
     assert not decides("Yoga Mat added to cart", 'Add "Smart Watch" to cart', ["Smart Watch"])
     assert not decides("Chloe Mensah 5", "Go to page 5", [])  # a bare number names nothing
+
+
+def count(was: str, now: str, role: str = "button") -> Effect:
+    return replace(element("count", role, now), was=was)
+
+
+def test_a_controls_new_number_is_worded_from_the_control_and_its_values() -> None:
+    # whichever "Add to cart" made it: the check reads the cart's button, and so do the words
+    assert instruction(count("Cart 0", "Cart 1"), [ADD]) == 'Make the "Cart" button show 1'
+    assert (
+        instruction(count("Inbox (3)", "Inbox (2)", "link"), []) == 'Make the "Inbox" link show 2'
+    )
+    # a number that is not the name's last: the names as they read
+    assert (
+        instruction(count("Page 1 of 5", "Page 2 of 5", "tab"), [])
+        == 'Make the "Page 1 of 5" tab read "Page 2 of 5"'
+    )
+    assert instruction(count("Qty 1", "Qty 2", "spinbutton"), []) == 'Make "Qty" show 2'

@@ -1,0 +1,101 @@
+"""A control's number as a task (issue 43): the shop's "Add to cart" lasts as the cart button's
+number ("Cart 0" ─► "Cart 1"), a change in digits alone, which looks like a counter that ticks
+by itself. It is an effect when the episode caused it: steady between the observations of the
+start, and the same on both sealed replays of the demonstration.
+
+The page of our own (tests/fixtures/synth_count/basket) has a "Basket 0" button that counts the
+presses of "Add to basket", and beside it an "Online 100" button that ticks by itself every
+100 ms. The scripted task presses "Add to basket": the basket's new number is a task, worded
+from the button and decided by it (checked live by bench/taskcheck's reading of an element);
+the ticking button's number, which changed over the same steps, is dropped as volatile.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from playwright.sync_api import Page, sync_playwright
+
+from bench.taskcheck import DESCRIBE
+from bench.taskcheck import served as static_server
+
+pytestmark = pytest.mark.browser
+SITES = Path(__file__).resolve().parents[1] / "fixtures" / "synth_count"
+ROOT = Path(__file__).resolve().parents[2]
+BASKET = {"element": {"role": "button", "name": "Basket 1", "state": "present"}}
+
+
+@pytest.fixture(scope="module")
+def output(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The page's task run scripted, synthesis on; the task list exported."""
+    folder = tmp_path_factory.mktemp("count")
+    (folder / "p.yaml").write_text(
+        "name: count\n"
+        f"sources: [{{type: sites, dir: {SITES}}}]\n"
+        "browser: {viewport: {width: 1280, height: 800}, device_scale_factor: 1}\n"
+        "policy: {type: scripted}\n"
+        "annotation: {grounding: false, verify: {max_replays: 6}, tasks: {per_episode: 4}}\n"
+        "cluster: {workers: 1, sessions_per_worker: 1}\n"
+        "run: {seed: 0, max_steps: 3, repeats: 1}\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = folder / "out"
+    for args in (["run", "p.yaml", "-o", str(out)], ["export", str(out), "-f", "tasks"]):
+        done = subprocess.run([sys.executable, "-m", "datagen", *args], env=env, cwd=folder,
+                              capture_output=True, text=True, timeout=600)  # fmt: skip
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return out
+
+
+def tasks(out: Path) -> dict[str, dict[str, Any]]:
+    rows = [r for f in sorted(out.glob("tasks/*.parquet")) for r in pq.read_table(f).to_pylist()]
+    return {r["effect"]: r for r in rows}
+
+
+@pytest.fixture(scope="module")
+def page(chromium: str) -> Iterator[Page]:
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium)
+        try:
+            yield browser.new_page(viewport={"width": 1280, "height": 800})
+        finally:
+            browser.close()
+
+
+def shows(page: Page, check: dict[str, Any]) -> bool:
+    """An element check read as bench/taskcheck reads it: a shown element of the role with the
+    name among those it is drawn or labelled by."""
+    spec = check["element"]
+    seen = page.get_by_role(spec["role"]).evaluate_all(DESCRIBE)
+    return any(e["shown"] and spec["name"] in e["names"] for e in seen)
+
+
+def test_the_baskets_number_is_a_task_the_ticking_one_is_not(output: Path, page: Page) -> None:
+    found = tasks(output)
+    basket = found["count:button:Basket 1:present:"]
+    assert basket["kept"], basket
+    assert basket["instruction"] == 'Make the "Basket" button show 1'
+    assert json.loads(basket["check_json"]) == BASKET
+    ticking = [r for effect, r in found.items() if "Online" in effect]
+    assert ticking and all(r["dropped_at"] == "volatile" for r in ticking), ticking
+    listed = (output / "exports" / "tasks" / "tasks.jsonl").read_text().splitlines()
+    exported = [json.loads(line) for line in listed]
+    assert [t["check"] for t in exported] == [BASKET], exported
+    # decided live, by code of our own: false at the start, true after the demonstration
+    with static_server(SITES) as url:
+        [task] = exported
+        page.goto(task["start_url"].replace("site://", url))
+        page.wait_for_timeout(300)
+        assert not shows(page, task["check"])
+        for action in task["actions"]:
+            page.mouse.click(action["x"], action["y"])
+        page.wait_for_timeout(300)
+        assert shows(page, task["check"])
