@@ -1,3 +1,3 @@
-from datagen.cli import main
+from datagen.entry import main
 
 main()

@@ -5,11 +5,7 @@ in capacity.render, the engine commands in engine.cli."""
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import logging
-import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -400,17 +396,4 @@ reflow_help(app)
 
 
 def main() -> None:
-    """The console script. A command that succeeded has written and flushed all it makes, so the
-    process leaves without the interpreter's teardown: a native thread pool torn down there can
-    abort a finished run as exit 134 ("terminate called without an active exception",
-    apache/arrow#34314), seen once in five demo runs. A failing command tears down as usual."""
-    try:
-        app()
-    except SystemExit as exc:
-        if exc.code not in (0, None):
-            raise
-    logging.shutdown()
-    with contextlib.suppress(BrokenPipeError):  # `datagen inspect OUT | head`: the reader left
-        sys.stdout.flush()
-        sys.stderr.flush()
-    os._exit(0)
+    app()
