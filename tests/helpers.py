@@ -8,7 +8,8 @@ module imports from another test module: what two of them share lives here.
   `until`;
 - configs and a worker's plugin without Dask: `make_config`, `ReadyPlugin`, `set_up`, and
   `Local`: datagen's local runner on such a plugin (the `local` fixture);
-- the CLI as a subprocess and what a run leaves: `datagen`, `rows`, `read`, `check_dataset`,
+- the CLI as a subprocess and what a run leaves: `datagen` (`datagen_calls`: several calls
+  in one subprocess), `rows`, `read`, `check_dataset`,
   `sites_pipeline`, `each_task_once`;
 - a few pieces of test data and their readers: `shard_stats` (a marker's stats),
   `race` (simultaneous output claims),
@@ -60,34 +61,42 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
 PAGES = FIXTURES / "pages"
 # The default run's longest test files (`-m "not slow and not soak"`), longest first, each about
-# 15 s or more on a quiet 2-core machine (measured 2026-11-28, issue 44): most are one to five
-# tests around a whole run. Under scripts/test.sh's two xdist workers these start first and
-# the many short files fill in after them, so the run does not end on one long file while the
-# other worker idles. A file renamed here fails tests/unit/test_suite_order.py.
+# 15 s or more on a quiet 2-core machine: most are one to five tests around a whole run. Under
+# scripts/test.sh's two xdist workers these start first and the many short files fill in after
+# them, so the run does not end on one long file while the other worker idles. Ordered by each
+# file's summed test time in a default run (2026-11-29, issue 44 item 7, beside other sessions'
+# load 15-27: figures are relative), after that day's cuts to test_checked_reader and
+# test_hosts. A file renamed here fails tests/unit/test_suite_order.py.
 LONG_FILES = (
     "tests/integration/test_task_synthesis.py",
     "tests/integration/test_training.py",
-    "tests/integration/test_export.py",
-    "tests/integration/test_output_reach.py",
-    "tests/integration/test_verify_site.py",
-    "tests/integration/test_engine_garbage.py",
-    "tests/integration/test_engine_url.py",
-    "tests/integration/test_hostile_floods.py",
-    "tests/unit/test_checked_reader.py",
-    "tests/integration/test_real_pages.py",
-    "tests/integration/test_hostile.py",
     "tests/integration/test_sites.py",
+    "tests/integration/test_hosts_hostile.py",
+    "tests/integration/test_dashboard.py",
+    "tests/integration/test_output_reach.py",
+    "tests/integration/test_export.py",
     "tests/integration/test_network_failures.py",
     "tests/integration/test_security.py",
-    "tests/integration/test_control_names.py",
-    "tests/integration/test_hosts_hostile.py",
-    "tests/integration/test_step_descriptions.py",
-    "tests/integration/test_verify.py",
-    "tests/integration/test_dashboard.py",
     "tests/integration/test_hosts.py",
+    "tests/integration/test_control_names.py",
+    "tests/integration/test_verify_site.py",
+    "tests/integration/test_synth_runwide.py",
+    "tests/integration/test_synth_transient.py",
+    "tests/integration/test_engine_garbage.py",
+    "tests/integration/test_step_descriptions.py",
+    "tests/integration/test_real_pages.py",
     "tests/integration/test_walls_consent.py",
-    "tests/integration/test_explore_completes.py",
+    "tests/integration/test_hostile.py",
+    "tests/integration/test_hostile_floods.py",
+    "tests/integration/test_engine_url.py",
+    "tests/integration/test_verify.py",
     "tests/integration/test_page_memory.py",
+    "tests/unit/test_calibration.py",
+    "tests/integration/test_egress_udp.py",
+    "tests/integration/test_explore_completes.py",
+    "tests/unit/test_capacity.py",
+    "tests/integration/test_browser.py",
+    "tests/integration/test_verify_sealed.py",
 )
 DOCKERFILE = REPO / "deploy" / "Dockerfile"
 TABLES = ("episodes", "steps", "grounding", "rejects")
@@ -347,6 +356,53 @@ def datagen(
         env={**(env if env is not None else os.environ), "COLUMNS": "200"},
         cwd=cwd,
     )
+
+
+# Several CLI calls, one after the other, in one process: each runs `datagen.cli.main` as
+# `python -m datagen` does, its stdout and stderr its own, its exit status from its SystemExit;
+# an exception that escapes is printed as Python prints it ("Traceback ...") with status 1.
+_CALLS = """
+import contextlib, io, json, sys, traceback
+from datagen.cli import main
+answers = []
+for args in json.loads(sys.stdin.read()):
+    out, err, code = io.StringIO(), io.StringIO(), 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        sys.argv = ["datagen", *args]
+        try:
+            main()
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+    answers.append([code, out.getvalue(), err.getvalue()])
+print(json.dumps(answers))
+"""
+
+
+def datagen_calls(
+    calls: list[list[str]], timeout: float = 300
+) -> list[subprocess.CompletedProcess[str]]:
+    """`datagen ARGS` for each of `calls` in one subprocess (one interpreter and one import of
+    datagen, not one per call), each answer as `datagen` would give it: for a test of what the
+    CLI says and returns, not of a process's own life (signals, exit on its own). `timeout`
+    bounds them all: a call that hangs fails every one."""
+    done = subprocess.run(
+        [sys.executable, "-c", _CALLS],
+        input=json.dumps(calls),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "COLUMNS": "200"},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    answers = json.loads(done.stdout.splitlines()[-1])  # the last line: what a call printed first
+    return [
+        subprocess.CompletedProcess(["datagen", *args], code, out, err)
+        for args, (code, out, err) in zip(calls, answers, strict=True)
+    ]
 
 
 def rows(out: Path, table: str) -> list[Row]:

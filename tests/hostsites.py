@@ -22,7 +22,8 @@ from tests.helpers import make_config
 RESOLVE_TEST_HOSTS = "--host-resolver-rules=MAP *.test 127.0.0.1"
 
 PAGE = """<!doctype html><title>{t}</title><body><h1>task {t}</h1><a href="/page?t={t}">again</a>
-<script>setInterval(() => fetch('/ping?t={t}').catch(() => {{}}), {every});</script></body>"""
+{ping}</body>"""
+PING = "<script>setInterval(() => fetch('/ping?t={t}').catch(() => {{}}), {every});</script>"
 
 
 @dataclass
@@ -37,6 +38,8 @@ class Log:
     slow_at: int = 30
     retry_after: str = "1"  # the 429's Retry-After ("": none)
     fail_status: int = 500
+    # A page pings its host each ping_ms while open (what `concurrency` reads); 0: it does not,
+    # and so it goes quiet at once: settle waits out its limit on a pinging page every step.
     ping_ms: int = 100
     sent: int = 0  # bytes of robots.txt bodies the server got out (a client may stop reading)
     release: threading.Event = field(default_factory=threading.Event)
@@ -117,7 +120,8 @@ def serve(log: Log) -> tuple[ThreadingHTTPServer, int]:
                 headers = {"Retry-After": log.retry_after} if log.retry_after else {}
                 return 429, headers, b"slow down"
             if path == "/page":
-                page = PAGE.format(t=task, every=log.ping_ms).encode()
+                ping = PING.format(t=task, every=log.ping_ms) if log.ping_ms else ""
+                page = PAGE.format(t=task, ping=ping).encode()
                 return 200, {"Content-Type": "text/html"}, page
             return 200, {"Content-Type": "text/plain"}, b"pong"
 

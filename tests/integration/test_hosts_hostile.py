@@ -71,7 +71,7 @@ def test_tasks_of_a_paused_host_wait_before_their_session(
     """The first page load gets a 429 asking for 10 s, twice the page load's 5 s limit. Before,
     the next tasks' loads waited for the host inside that limit and all ended
     navigation_failed; now they wait before their sessions open, and load."""
-    log = Log(mode="slow", slow_at=0, retry_after="10", ping_ms=2000)
+    log = Log(mode="slow", slow_at=0, retry_after="10", ping_ms=0)  # its loads counted, no pings
     port = stand_in(log)
     hosts = {"max_sessions_per_host": 1, "respect_robots_txt": False}
     browser = {"navigation_timeout_s": 5}
@@ -93,7 +93,7 @@ def test_the_start_loads_turn_in_the_pace_is_not_inside_its_time_limit(
     """One request each 12 s (a host slowed down by a 429 storm gets there), page loads
     limited to 5 s: the second task's load has its turn some 12 s after the first's. Before,
     that wait was inside the load's limit (navigation_failed); now it is waited before."""
-    log = Log()
+    log = Log(ping_ms=0)  # its page loads counted; pages that ping would only slow settle
     port = stand_in(log)
     hosts: dict[str, Any] = {"max_sessions_per_host": 1, "max_requests_per_second": 1 / 12}
     hosts["respect_robots_txt"] = False
@@ -129,7 +129,7 @@ def test_robots_txt_is_bounded_in_time_and_size_and_read_as_rfc_9309_says(
         "error.test": Log(robots_status=500),
         "busy.test": Log(robots_status=429),
         "unavailable.test": Log(robots_status=503),
-        "gone.test": Log(robots_status=404),
+        "gone.test": Log(robots_status=404, ping_ms=0),  # its tasks run, on pages that do not ping
         "huge.test": Log(robots="User-agent: *\nDisallow: /page\n", robots_bytes=huge),
     }
     todo = [t for name, log in logs.items() for t in tasks(name, stand_in(log), 3, wait_s=0.1)]

@@ -1,7 +1,7 @@
 """The one reader of committed parts (`sink.checked`): parts that are FIFOs, symlinks to a
 device or out of the output, of another schema, or that decode to GBs from a few KB, are
 refused quickly with the shard and the fix, by `read_committed`, `verify`, `inspect` and
-`export` alike (the last two through the CLI, as a subprocess: a hang would be a timeout)."""
+`export` alike (the last two through the CLI, in a subprocess: a hang would be a timeout)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import hashlib
 import io
 import os
 import resource
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -35,7 +36,7 @@ from datagen.sink.writer import (
     part_key,
     write_shard,
 )
-from tests.helpers import datagen, shard_stats
+from tests.helpers import datagen_calls, shard_stats
 
 KEY = part_key("rejects", 1)
 
@@ -189,12 +190,28 @@ def test_a_part_under_a_symlinked_folder_is_refused(tmp_path: Path) -> None:
     assert {p.kind for p in verify_output(storage).problems} == {"missing"}
 
 
+@pytest.fixture(scope="module")
+def cli_answers(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, list[subprocess.CompletedProcess[str]]]:
+    """`datagen export --format sft` and `datagen inspect` on an output spoiled each way in
+    BAD: the ten calls in one subprocess (`datagen_calls`: one import of datagen, not ten)."""
+    calls: dict[str, list[list[str]]] = {}
+    for name, (spoil, _) in BAD.items():
+        storage = output(tmp_path_factory.mktemp(name))
+        spoil(storage)
+        root = str(storage.root)
+        calls[name] = [["export", root, "--format", "sft"], ["inspect", root]]
+    # a watchdog: a FIFO read whole would never return
+    answers = iter(datagen_calls([args for pair in calls.values() for args in pair], 240))
+    return {name: [next(answers) for _ in pair] for name, pair in calls.items()}
+
+
 @pytest.mark.parametrize("name", list(BAD))
-def test_export_and_inspect_stop_with_one_line(tmp_path: Path, name: str) -> None:
-    storage = output(tmp_path)
-    BAD[name][0](storage)
-    for args in (["export", str(storage.root), "--format", "sft"], ["inspect", str(storage.root)]):
-        done = datagen(*args, timeout=120)  # a watchdog: a FIFO read whole would never return
+def test_export_and_inspect_stop_with_one_line(
+    cli_answers: dict[str, list[subprocess.CompletedProcess[str]]], name: str
+) -> None:
+    for done in cli_answers[name]:  # export, then inspect
         assert done.returncode != 0, done.stdout
         assert "Traceback" not in done.stderr + done.stdout
         assert "shard 1" in done.stderr or "missing" in done.stderr + done.stdout
