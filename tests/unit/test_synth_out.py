@@ -258,3 +258,35 @@ def test_two_checks_of_one_instruction_are_one_task() -> None:
         ("e1", "text:All changes saved"),
         ("e3", "url:#tab=privacy"),
     ]
+
+
+def test_two_effects_of_one_demonstration_are_one_task() -> None:
+    """A todo added: its checkbox and its Delete button appeared, two checks and two wordings
+    of one demonstration: one task (the first effect); the same steps of another episode, or
+    more steps of the same one, stay tasks of their own."""
+
+    def row(episode: str, effect: str, instruction: str, steps: list[int]) -> dict[str, Any]:
+        return {
+            "kept": True,
+            "start_url": "site://todo/",
+            "site": "todo",
+            "effect": effect,
+            "effect_kind": "appeared",
+            "synth_id": f"{episode}-{effect}",
+            "instruction": instruction,
+            "episode_id": episode,
+            "demo_steps": steps,
+        }
+
+    rows = [
+        row("e1", "appeared:checkbox:Call the dentist", 'Add "Call the dentist" to the list', [0, 1, 2]),
+        row("e1", 'appeared:button:Delete "Call the dentist"', 'Add "Call the dentist"', [0, 1, 2]),
+        row("e1", "state:checkbox:Call the dentist:checked", 'Check "Call the dentist"', [0, 1, 2, 3]),
+        row("e2", "appeared:checkbox:Walk the cat", 'Add "Walk the cat" to the list', [0, 1, 2]),
+    ]  # fmt: skip
+    kept = chosen(rows)
+    assert [(r["episode_id"], r["instruction"]) for r in kept] == [
+        ("e1", 'Add "Call the dentist"'),
+        ("e1", 'Check "Call the dentist"'),
+        ("e2", 'Add "Walk the cat" to the list'),
+    ]
