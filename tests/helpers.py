@@ -9,7 +9,7 @@ module imports from another test module: what two of them share lives here.
 - configs and a worker's plugin without Dask: `make_config`, `ReadyPlugin`, `set_up`, and
   `Local`: datagen's local runner on such a plugin (the `local` fixture);
 - the CLI as a subprocess and what a run leaves: `datagen` (`datagen_calls`: several calls
-  in one subprocess), `rows`, `read`, `check_dataset`,
+  in one subprocess), `synthesised` and `task_rows` (a task-synthesis run), `rows`, `read`, `check_dataset`,
   `sites_pipeline`, `each_task_once`;
 - a few pieces of test data and their readers: `shard_stats` (a marker's stats),
   `race` (simultaneous output claims),
@@ -403,6 +403,33 @@ def datagen_calls(
         subprocess.CompletedProcess(["datagen", *args], code, out, err)
         for args, (code, out, err) in zip(calls, answers, strict=True)
     ]
+
+
+def synthesised(folder: Path, sites: Path) -> Path:
+    """A folder of sites of our own (`sources: [{type: sites, dir: ...}]`) run scripted with
+    task synthesis on, then `export -f tasks`: the output folder."""
+    (folder / "p.yaml").write_text(
+        f"name: {sites.name.replace('_', '-')}\n"
+        f"sources: [{{type: sites, dir: {sites}}}]\n"
+        "browser: {viewport: {width: 1280, height: 800}, device_scale_factor: 1}\n"
+        "policy: {type: scripted}\n"
+        "annotation: {grounding: false, verify: {max_replays: 6}, tasks: {per_episode: 4}}\n"
+        "cluster: {workers: 1, sessions_per_worker: 1}\n"
+        "run: {seed: 0, max_steps: 3, repeats: 1}\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    out = folder / "out"
+    for args in (["run", "p.yaml", "-o", str(out)], ["export", str(out), "-f", "tasks"]):
+        done = subprocess.run([sys.executable, "-m", "datagen", *args], env=env, cwd=folder,
+                              capture_output=True, text=True, timeout=600)  # fmt: skip
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return out
+
+
+def task_rows(out: Path) -> dict[str, dict[str, Any]]:
+    """The raw `tasks` table of a local output, by effect."""
+    rows = [r for f in sorted(out.glob("tasks/*.parquet")) for r in pq.read_table(f).to_pylist()]
+    return {r["effect"]: r for r in rows}
 
 
 def rows(out: Path, table: str) -> list[Row]:

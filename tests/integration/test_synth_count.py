@@ -13,51 +13,26 @@ the ticking button's number, which changed over the same steps, is dropped as vo
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 import pytest
 from playwright.sync_api import Page, sync_playwright
 
 from bench.taskcheck import DESCRIBE
 from bench.taskcheck import served as static_server
+from tests.helpers import synthesised, task_rows
 
 pytestmark = pytest.mark.browser
 SITES = Path(__file__).resolve().parents[1] / "fixtures" / "synth_count"
-ROOT = Path(__file__).resolve().parents[2]
 BASKET = {"element": {"role": "button", "name": "Basket 1", "state": "present"}}
 
 
 @pytest.fixture(scope="module")
 def output(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The page's task run scripted, synthesis on; the task list exported."""
-    folder = tmp_path_factory.mktemp("count")
-    (folder / "p.yaml").write_text(
-        "name: count\n"
-        f"sources: [{{type: sites, dir: {SITES}}}]\n"
-        "browser: {viewport: {width: 1280, height: 800}, device_scale_factor: 1}\n"
-        "policy: {type: scripted}\n"
-        "annotation: {grounding: false, verify: {max_replays: 6}, tasks: {per_episode: 4}}\n"
-        "cluster: {workers: 1, sessions_per_worker: 1}\n"
-        "run: {seed: 0, max_steps: 3, repeats: 1}\n"
-    )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = folder / "out"
-    for args in (["run", "p.yaml", "-o", str(out)], ["export", str(out), "-f", "tasks"]):
-        done = subprocess.run([sys.executable, "-m", "datagen", *args], env=env, cwd=folder,
-                              capture_output=True, text=True, timeout=600)  # fmt: skip
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return out
-
-
-def tasks(out: Path) -> dict[str, dict[str, Any]]:
-    rows = [r for f in sorted(out.glob("tasks/*.parquet")) for r in pq.read_table(f).to_pylist()]
-    return {r["effect"]: r for r in rows}
+    return synthesised(tmp_path_factory.mktemp("count"), SITES)
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +54,7 @@ def shows(page: Page, check: dict[str, Any]) -> bool:
 
 
 def test_the_baskets_number_is_a_task_the_ticking_one_is_not(output: Path, page: Page) -> None:
-    found = tasks(output)
+    found = task_rows(output)
     basket = found["count:button:Basket 1:present:"]
     assert basket["kept"], basket
     assert basket["instruction"] == 'Make the "Basket" button show 1'

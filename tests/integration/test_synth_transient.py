@@ -12,51 +12,26 @@ line is the task.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
-import pyarrow.parquet as pq
 import pytest
+
+from tests.helpers import synthesised, task_rows
 
 pytestmark = pytest.mark.browser
 SITES = Path(__file__).resolve().parents[1] / "fixtures" / "synth_toast"
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def output(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The page's task run scripted, synthesis on; the task list exported."""
-    folder = tmp_path_factory.mktemp("toast")
-    (folder / "p.yaml").write_text(
-        "name: toast\n"
-        f"sources: [{{type: sites, dir: {SITES}}}]\n"
-        "browser: {viewport: {width: 1280, height: 800}, device_scale_factor: 1}\n"
-        "policy: {type: scripted}\n"
-        "annotation: {grounding: false, verify: {max_replays: 6}, tasks: {per_episode: 4}}\n"
-        "cluster: {workers: 1, sessions_per_worker: 1}\n"
-        "run: {seed: 0, max_steps: 3, repeats: 1}\n"
-    )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = folder / "out"
-    for args in (["run", "p.yaml", "-o", str(out)], ["export", str(out), "-f", "tasks"]):
-        done = subprocess.run([sys.executable, "-m", "datagen", *args], env=env, cwd=folder,
-                              capture_output=True, text=True, timeout=600)  # fmt: skip
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return out
-
-
-def tasks(out: Path) -> dict[str, dict[str, Any]]:
-    rows = [r for f in sorted(out.glob("tasks/*.parquet")) for r in pq.read_table(f).to_pylist()]
-    return {r["effect"]: r for r in rows}
+    return synthesised(tmp_path_factory.mktemp("toast"), SITES)
 
 
 def test_the_toast_is_dropped_as_transient_and_the_line_that_stays_is_the_task(
     output: Path,
 ) -> None:
-    found = tasks(output)
+    found = task_rows(output)
     toast, line = found["text:Draft saved ✓"], found["text:Your draft is saved"]
     assert (toast["kept"], toast["dropped_at"]) == (False, "transient"), toast
     assert line["kept"] and line["instruction"] == 'Press "Save draft"', line

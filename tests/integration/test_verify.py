@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from playwright.async_api import async_playwright
 
+from datagen.config import PipelineConfig
 from datagen.records import Click, SuccessCheck, TaskSpec, TypeText
 from tests.helpers import CHROMIUM_ARGS, Local, ReadyPlugin, make_config, read, set_up
 
@@ -91,6 +92,17 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
 
+def scripted(tmp_path: Path, url: str) -> PipelineConfig:
+    """A scripted run on the test server, verification on (12 replays), no grounding."""
+    return make_config(
+        tmp_path,
+        policy={"type": "scripted"},
+        run={"max_steps": 8},
+        browser={"allow": [url.removeprefix("http://")]},
+        annotation={"grounding": False, "verify": {"max_replays": 12}},
+    )
+
+
 @pytest.fixture(scope="module")
 def server() -> Iterator[Pages]:
     httpd = Pages(("127.0.0.1", 0), Handler)
@@ -160,13 +172,7 @@ def test_replays_keep_only_the_steps_the_task_needs(
             actions=(noise, Click(x=100, y=670)),
         ),
     ]
-    config = make_config(
-        tmp_path,
-        policy={"type": "scripted"},
-        run={"max_steps": 8},
-        browser={"allow": [url.removeprefix("http://")]},
-        annotation={"grounding": False, "verify": {"max_replays": 12}},
-    )
+    config = scripted(tmp_path, url)
     out = tmp_path / "out"
     Local(plugin).run(config, 3, tasks)
 
@@ -273,13 +279,7 @@ def test_replays_take_only_screens_a_sample_shows(
         check=SuccessCheck(js="document.body.dataset.sent === 'agreed'"),
         actions=(Click(x=380, y=40), Click(x=40, y=40), Click(x=100, y=120)),
     )
-    config = make_config(
-        tmp_path,
-        policy={"type": "scripted"},
-        run={"max_steps": 8},
-        browser={"allow": [url.removeprefix("http://")]},
-        annotation={"grounding": False, "verify": {"max_replays": 12}},
-    )
+    config = scripted(tmp_path, url)
     Local(plugin).run(config, 3, [task])
 
     (episode,) = read(tmp_path / "out", "episodes")
