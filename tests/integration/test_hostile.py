@@ -49,7 +49,10 @@ def test_hostile_pages_end_as_episodes_or_the_right_rejects(
         TaskSpec(  # solved at step 1, and the page hangs right after: the final look is bounded
             # (not at step 0: a check passing before any action is a check_passes_at_start reject)
             id="hang-after-solved",
-            start_url=f"{pages.base_url}hostile/huge.html",
+            # a light page: its first look is well inside the 4 s step limit on a loaded
+            # machine (huge.html's 20,000 buttons took over 4 s there, and the reject named
+            # step 0's observation, not the final one)
+            start_url=f"{pages.base_url}hostile/loop.html",
             instruction="Be solved, then hang.",
             actions=(Wait(seconds=0.1),),
             check=SuccessCheck(
