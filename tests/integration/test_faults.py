@@ -40,6 +40,10 @@ pytestmark = [
 ENGINE = {"engine_unavailable", "engine_rejected", "model_parse_error", "model_off_screen"}
 EXPECTED = {  # what may end each task: an episode, or these reasons
     "hostile-spin": {"timeout_step"} | ENGINE,
+    # 20,000 buttons: a look takes 3-5 s for one session at load 22, and over 8 s (CI) or 20 s
+    # (load 30) with eight sessions on two cores. The step limit bounding it is the right end;
+    # test_hostile checks it ends as an episode, capped at 400 elements, on its own.
+    "hostile-huge": {"timeout_step"} | ENGINE,
     "hostile-metadata": {"blocked_url"},
     "hostile-file": {"blocked_url"},
 }
@@ -64,10 +68,7 @@ def write_pipeline(folder: Path, engine_url: str) -> Path:
             "max_steps": 4,
             "tasks_per_shard": 2,
             "repeats": REPEATS,
-            # hostile-huge's first look (20,000 buttons) took over 8 s in CI, with eight
-            # sessions on two cores: it must end as an episode, so its step limit leaves room;
-            # hostile-spin still meets it (its page never yields)
-            "step_timeout_s": 20,
+            "step_timeout_s": 8,
             "episode_timeout_s": 90,
         },
         "output": {"uri": "unused"},
