@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import sys
 from dataclasses import dataclass, field
@@ -36,9 +37,9 @@ if __package__ in (None, ""):  # run as a script: the repository's root is where
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pyarrow.dataset as ds
-from playwright.async_api import Browser, Page, async_playwright
+from playwright.async_api import Page, async_playwright
 
-from bench.taskpage import CHROMIUM, DESCRIBE, SITES, act, do, holds, served, start
+from bench.taskpage import CHROMIUM, DESCRIBE, SITES, act, do, holds, served, start, steady
 from bench.taskread import Seen, Start, done, record, seen_at, start_of
 from bench.taskwords import Reading, parse
 
@@ -170,22 +171,22 @@ class Verdict:
         )
 
 
-async def replay(browser: Browser, base: str, episode: Episode) -> tuple[Page, list[Seen]]:
-    """A fresh page on the episode's start, its actions done, with what we saw each act on."""
-    page = await start(browser, episode.start_url.replace("site://", base, 1))
+async def replay(page: Page, actions: list[dict[str, Any]]) -> list[Seen]:
+    """The actions done on `page`, with what we saw each act on."""
     seen: list[Seen] = []
-    for action in episode.actions:
-        record(seen, await seen_at(page, action))
+    for action in actions:
+        record(seen, await steady(page, functools.partial(seen_at, page, action)))
         await act(page, action)
-    return page, seen
+    return seen
 
 
 async def reads(page: Page, v: Verdict, seen: list[Seen]) -> tuple[bool, bool | None]:
     """The check, and our reading of the words (None: none), on the page after `seen`."""
-    check = await holds(page, v.task["check"])
-    if v.reading is None or v.start is None:
+    check = await steady(page, lambda: holds(page, v.task["check"]))
+    reading, start = v.reading, v.start
+    if reading is None or start is None:
         return check, None
-    return check, await done(page, v.reading, v.start, seen)
+    return check, await steady(page, lambda: done(page, reading, start, seen))
 
 
 async def check_all(
@@ -207,13 +208,13 @@ async def check_all(
             async with gate:
                 try:
                     page = await start(browser, v.task["start_url"].replace("site://", base, 1))
-                    v.start = await start_of(page)
+                    v.start = await steady(page, lambda: start_of(page))
                     v.at_start, v.words_start = await reads(page, v, [])
                     if shots:
                         await page.screenshot(path=shots / f"{v.task['id']}-0.png")
                     seen: list[Seen] = []
                     for i, action in enumerate(v.task["actions"], 1):
-                        record(seen, await seen_at(page, action))
+                        record(seen, await steady(page, functools.partial(seen_at, page, action)))
                         await act(page, action)
                         if shots:
                             await page.screenshot(path=shots / f"{v.task['id']}-{i}.png")
@@ -227,8 +228,9 @@ async def check_all(
         async def read_by_all(episode: Episode) -> dict[int, Other]:
             """The episode replayed once, read for every task of its start (by index)."""
             async with gate:
-                page, seen = await replay(browser, base, episode)
+                page = await start(browser, episode.start_url.replace("site://", base, 1))
                 try:
+                    seen = await replay(page, episode.actions)
                     found = {}
                     for i, v in enumerate(verdicts):
                         if v.task["start_url"] == episode.start_url and not v.error:

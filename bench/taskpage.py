@@ -15,16 +15,19 @@ import functools
 import http.server
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from playwright.async_api import Browser, Page
+from playwright.async_api import Error as PlaywrightError
 
 SITES = Path(__file__).resolve().parents[1] / "datagen" / "sites"
 CHROMIUM = "/usr/bin/chromium"
 SETTLE_MS = 500  # after a load and after each action: the bundled sites answer at once
+READS = 3  # a read of the page cut short by a navigation is made again, once it has loaded
+T = TypeVar("T")
 REJECT = re.compile(r"^(essential only|reject( all)?|decline|necessary only)$", re.IGNORECASE)
 
 
@@ -154,3 +157,16 @@ async def act(page: Page, action: dict[str, Any]) -> None:
         return
     await do(page, action)
     await settle(page)
+
+
+async def steady(page: Page, read: Callable[[], Awaitable[T]]) -> T:
+    """`read()` of the page, made again once the page has loaded where a navigation that an
+    action started after the settle cut it short (a loaded machine commits it late)."""
+    for attempt in range(1, READS + 1):
+        try:
+            return await read()
+        except PlaywrightError as exc:
+            if "context was destroyed" not in str(exc) or attempt == READS:
+                raise
+            await settle(page)
+    raise AssertionError("unreachable")

@@ -134,7 +134,9 @@ class Seen:
 
     def said(self) -> str:
         if self.kind == "click":
-            return f"{self.role or 'element'} {(self.names or [''])[0]!r}"
+            name = (self.names or [""])[0]
+            named = f" ({self.label})" if self.label and self.label != name else ""
+            return f"{self.role or 'element'} {name!r}{named}"
         return f"{self.kind} {self.text!r}"
 
 
