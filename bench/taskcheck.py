@@ -1,22 +1,22 @@
 """An independent check of a run's synthesised tasks (issue 43): our own code, a live Chromium
 through Playwright, no datagen import. For every task of `OUT/exports/tasks/tasks.jsonl`
-(`datagen export OUT --format tasks`), on a fresh context each time:
+(`datagen export OUT --format tasks`), on a fresh context each time (bench/taskpage.py):
 
 - its check is false at the start (after the cookie banner is answered as datagen's default
-  `browser.consent: reject` answers it);
-- it is true after the task's demonstration (its `actions`, with real mouse and keyboard);
-- it is false after each of three other episodes' action sets from the same start: the run's
-  explore episodes (the `steps` table, read with pyarrow), not the task's own and not one that
-  clicked where the demonstration's last click did on an element of the same name (that one
-  may well have done the task); where fewer than three, other tasks' demonstrations. A task
-  true after one of them is printed with what that episode clicked, to be read: another way
-  of doing what the instruction asks, or a check that does not decide it.
+  `browser.consent: reject` answers it), and so is our reading of its words: the instruction
+  is not carried out there (bench/taskwords.py reads the words, bench/taskread.py decides
+  them on the live page with its own queries, never with the check);
+- both are true after the task's demonstration (its `actions`, real mouse and keyboard);
+- after other episodes' action sets from the same start (the run's explore episodes, from
+  the `steps` table read with pyarrow, not the task's own; then other tasks'
+  demonstrations), replayed one by one: where our reading says the episode did what the words
+  ask (another way: another product's "Add to cart" for `Make the "Cart" button show 1`), it
+  is set aside (the check is right to hold there; a check false there is too narrow, counted
+  apart); on every other the check must be false. Episodes are replayed until three were not
+  set aside, or none is left (said).
 
-The bundled sites are served by a static server of our own on 127.0.0.1 (`site://shop/` →
-`http://127.0.0.1:PORT/shop/`). A check is read the way a trainer's reward would read it:
-`url_contains` in the page's URL, `text_present` in the body's text, `element`: an element of
-that role (Playwright's role engine) that is visible and called `name` as drawn (its text,
-its label's, its row's) or by its accessible name, in the state asked.
+Words our grammar cannot read fail their task, never pass it. The bundled sites are served by
+a static server of our own on 127.0.0.1 (`site://shop/` → `http://127.0.0.1:PORT/shop/`).
 
     datagen run pipelines/demo.yaml -o /tmp/demo && datagen export /tmp/demo --format tasks
     python bench/taskcheck.py /tmp/demo          # figures; exit 1 when a task fails
@@ -26,167 +26,34 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import functools
-import http.server
 import json
-import re
 import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+if __package__ in (None, ""):  # run as a script: the repository's root is where bench is
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import pyarrow.dataset as ds
-from playwright.async_api import Browser, Page, async_playwright
+from playwright.async_api import Page, async_playwright
 
-SITES = Path(__file__).resolve().parents[1] / "datagen" / "sites"
-CHROMIUM = "/usr/bin/chromium"
-OTHERS = 3  # other episodes' action sets each task's check must be false after
-NEAR_PX = 6  # clicks this close on a like-named element: the same element (without a box)
-SETTLE_MS = 500  # after a load and after each action: the bundled sites answer at once
-REJECT = re.compile(r"^(essential only|reject( all)?|decline|necessary only)$", re.IGNORECASE)
+from bench.taskpage import CHROMIUM, DESCRIBE, SITES, act, do, holds, served, start, steady
+from bench.taskread import Seen, Start, done, record, seen_at, start_of
+from bench.taskwords import Reading, parse
 
-
-@contextmanager
-def served(root: Path) -> Iterator[str]:
-    """A static file server over `root` on 127.0.0.1; yields its base URL."""
-    handler = functools.partial(QuietHandler, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-# What the page shows of every element of one role: is it drawn (and enabled), what is it called (its own
-# text as drawn, aria-label, title, value, its <label>s, aria-labelledby, the text of the row
-# or label around it), and is it on (checked, aria-checked, aria-pressed).
-DESCRIBE = """(els) => els.map((el) => {
-  const box = el.getBoundingClientRect();
-  const style = getComputedStyle(el);
-  // a disabled control is none to act on: datagen's `element` kind reads it as absent
-  const shown = box.width > 0 && box.height > 0 && style.visibility !== 'hidden' &&
-    !el.disabled && el.getAttribute('aria-disabled') !== 'true';
-  const flat = (t) => (t || '').replace(/\\s+/g, ' ').trim();
-  const names = [el.innerText, el.getAttribute('aria-label'), el.getAttribute('title'),
-    el.value, el.getAttribute('alt')];
-  for (const l of el.labels || []) {
-    // a label around its control: its own words, without the control's (a select's options)
-    const own = l.cloneNode(true);
-    own.querySelectorAll('select, input, textarea, button').forEach((c) => c.remove());
-    names.push(l.innerText, own.textContent);
-  }
-  for (const id of (el.getAttribute('aria-labelledby') || '').split(/\\s+/)) {
-    const l = id && document.getElementById(id); if (l) names.push(l.innerText);
-  }
-  const row = el.closest('li, label, tr, [role=row], [role=listitem]');
-  if (row) names.push(row.innerText);
-  const option = el.tagName === 'SELECT' && el.selectedOptions[0];
-  const on = el.checked === true || el.getAttribute('aria-checked') === 'true' ||
-    el.getAttribute('aria-pressed') === 'true';
-  const off = el.checked === false || el.getAttribute('aria-checked') === 'false' ||
-    el.getAttribute('aria-pressed') === 'false';
-  return { shown, names: names.map(flat).filter(Boolean),
-           value: option ? flat(option.textContent) : flat(el.value || el.innerText),
-           on, off };
-})"""
-
-
-async def holds(page: Page, check: dict[str, Any]) -> bool:
-    """Is the check true on the live page (every part of it)?"""
-    if "url_contains" in check and check["url_contains"] not in page.url:
-        return False
-    if "text_present" in check:
-        body = await page.evaluate("() => document.body ? document.body.innerText : ''")
-        if check["text_present"] not in body:
-            return False
-    if "element" in check:
-        spec = check["element"]
-        seen = await page.get_by_role(spec["role"]).evaluate_all(DESCRIBE)
-        same = [e for e in seen if e["shown"] and spec["name"] in e["names"]]
-        if "value" in spec:
-            same = [e for e in same if e["value"] == spec["value"]]
-        state = spec.get("state", "present")
-        if state == "absent":
-            return not same
-        if state == "checked":
-            return any(e["on"] for e in same)
-        if state == "unchecked":
-            return any(e["off"] for e in same)
-        return bool(same)
-    if not {"url_contains", "text_present", "element"} & set(check):
-        raise ValueError(f"a check this checker cannot read: {check}")
-    return True
-
-
-async def settle(page: Page) -> None:
-    with contextlib.suppress(Exception):  # a page still loading is read as it is
-        await page.wait_for_load_state("load", timeout=10_000)
-    await page.wait_for_timeout(SETTLE_MS)
-
-
-async def start(browser: Browser, url: str) -> Page:
-    """A fresh context on `url`, its cookie banner answered with the essential choice."""
-    context = await browser.new_context(viewport={"width": 1280, "height": 800})
-    page = await context.new_page()
-    await page.goto(url)
-    await settle(page)
-    banner = page.locator("[aria-label*=cookie i], [id*=cookie i], [id*=consent i]")
-    buttons = banner.get_by_role("button", name=REJECT)
-    if await buttons.count() and await buttons.first.is_visible():
-        await buttons.first.click()
-        await settle(page)
-    return page
-
-
-async def do(page: Page, action: dict[str, Any]) -> None:
-    """The recorded action, with plain Playwright (no wait after it)."""
-    kind = action["type"]
-    if kind == "click":
-        await page.mouse.click(action["x"], action["y"])
-    elif kind == "type":
-        await page.keyboard.type(action["text"])
-    elif kind == "key":
-        await page.keyboard.press(action["combo"])
-    elif kind == "scroll":
-        await page.mouse.move(640, 400)
-        await page.mouse.wheel(action.get("dx", 0), action.get("dy", 0))
-    elif kind == "wait":
-        await page.wait_for_timeout(1000 * action.get("seconds", 0.5))
-    elif kind in ("done",):
-        return
-    else:
-        raise ValueError(f"an action this checker does not replay: {action}")
-
-
-async def act(page: Page, action: dict[str, Any]) -> None:
-    """The recorded action, then the page settles (a done: nothing)."""
-    if action["type"] == "done":
-        return
-    await do(page, action)
-    await settle(page)
+__all__ = ["DESCRIBE", "check_all", "do", "episodes", "served"]
+OTHERS = 3  # other episodes that did not do the task, each task's check must be false after
 
 
 @dataclass
 class Episode:
-    """An explore episode of the run: its start, its actions, where it clicked on what."""
+    """An action set from a task's start: a run's explore episode or a task's demonstration."""
 
     episode_id: str
     start_url: str
     actions: list[dict[str, Any]]
-    # by step: the role and name a click acted on, and where
-    targets: dict[int, tuple[Any, ...]] = field(default_factory=dict)
 
 
 def episodes(out: Path) -> dict[str, Episode]:
@@ -198,96 +65,128 @@ def episodes(out: Path) -> dict[str, Episode]:
             starts["episode_id"].to_pylist(), starts["start_url"].to_pylist(), strict=True
         )
     }
-    columns = ["episode_id", "step_index", "action_json", "target_role", "target_name"]
-    columns += ["target_bbox_px"]
+    columns = ["episode_id", "step_index", "action_json"]
     rows = ds.dataset(out / "steps").to_table(columns=columns).to_pylist()
     for row in sorted(rows, key=lambda r: (r["episode_id"], r["step_index"])):
         action = json.loads(row["action_json"])
-        episode = found[row["episode_id"]]
         if action["type"] != "done":
-            episode.actions.append(action)
-        if action["type"] == "click":
-            box = tuple(row["target_bbox_px"] or ())
-            where = (row["target_role"], row["target_name"], action["x"], action["y"], *box)
-            episode.targets[row["step_index"]] = where
+            found[row["episode_id"]].actions.append(action)
     return found
 
 
-def same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-    """One element: the same role and name, each click inside the other's recorded box (one
-    of several like elements, "Add to cart" ×12, is told apart by where it is); without a
-    box, within NEAR_PX of the same point."""
-    if a[:2] != b[:2]:
-        return False
-
-    def inside(click: tuple[Any, ...], box: tuple[Any, ...]) -> bool:
-        x, y = float(click[2]), float(click[3])
-        return (
-            len(box) == 4
-            and float(box[0]) <= x <= float(box[2])
-            and float(box[1]) <= y <= float(box[3])
-        )
-
-    if len(a) == len(b) == 8:
-        return inside(a, b[4:]) and inside(b, a[4:])
-    return abs(float(a[2]) - float(b[2])) <= NEAR_PX and abs(float(a[3]) - float(b[3])) <= NEAR_PX
+def words_of(task: dict[str, Any]) -> str:
+    """The words datagen wrote: its own where a model reworded them (provenance `ours`)."""
+    return str(task.get("provenance", {}).get("ours") or task["instruction"])
 
 
-def others(
+def pool(
     task: dict[str, Any], tasks: list[dict[str, Any]], runs: dict[str, Episode]
 ) -> list[Episode]:
-    """Up to OTHERS action sets from the task's start that never clicked the element its
-    demonstration's last click acted on (`same`): the run's explore episodes but the task's
-    own, then, where fewer, other tasks' demonstrations."""
-
-    def clicked(t: dict[str, Any]) -> list[tuple[Any, ...]]:
-        source = runs.get(t["provenance"]["episode_id"])
-        steps = [int(i) for i in t["provenance"]["steps"].split(",")]
-        return [source.targets[i] for i in steps if source and i in source.targets]
-
-    own = runs.get(task["provenance"]["episode_id"])
-    last_step = int(task["provenance"]["steps"].split(",")[-1])
-    last = own.targets.get(last_step) if own is not None else None
-    pool = [
+    """Every other action set from the task's start, in the order they are read: the run's
+    explore episodes but the task's own, then other tasks' demonstrations."""
+    own = task.get("provenance", {}).get("episode_id")
+    found = [
         e
         for e in sorted(runs.values(), key=lambda e: e.episode_id)
-        if e.start_url == task["start_url"] and e is not own and e.actions
+        if e.start_url == task["start_url"] and e.episode_id != own and e.actions
     ]
-    pool += [
-        Episode(f"task:{t['id']}", t["start_url"], t["actions"], dict(enumerate(clicked(t))))
+    found += [
+        Episode(f"task:{t['id']}", t["start_url"], t["actions"])
         for t in tasks
         if t is not task and t["start_url"] == task["start_url"]
     ]
-    return [e for e in pool if not (last and any(same(last, t) for t in e.targets.values()))][
-        :OTHERS
-    ]
+    return found
+
+
+@dataclass
+class Other:
+    """Another action set replayed for a task: the check after it, and our reading's answer
+    (None: no reading), with the acts we saw it do."""
+
+    episode: Episode
+    check: bool
+    words: bool | None
+    seen: list[Seen]
+
+    def clicked(self) -> str:
+        return ", ".join(s.said() for s in self.seen) or "nothing"
 
 
 @dataclass
 class Verdict:
     task: dict[str, Any]
+    reading: Reading | None = None
+    start: Start | None = None
     at_start: bool | None = None
     after_demo: bool | None = None
-    after_others: dict[str, bool] = field(default_factory=dict)
-    read: list[Episode] = field(default_factory=list)  # the other episodes chosen
+    words_start: bool | None = None
+    words_demo: bool | None = None
+    others: list[Other] = field(default_factory=list)  # replayed, in order
     error: str = ""
+
+    @property
+    def set_aside(self) -> list[Other]:
+        """The other episodes that did the task another way, as we read the words."""
+        return [o for o in self.others if o.words]
+
+    @property
+    def counted(self) -> list[Other]:
+        return [o for o in self.others if not o.words]
+
+    @property
+    def wrong(self) -> list[Other]:
+        """The check true after an episode that did not do the task: not specific."""
+        return [o for o in self.counted if o.check]
+
+    @property
+    def narrow(self) -> list[Other]:
+        """The check false after an episode whose final page shows the task done (our reading
+        of an end state): a check too narrow. (Words of acts are read from the acts: a later
+        act may have undone them, `undone`.)"""
+        steps = self.reading is not None and self.reading.kind == "steps"
+        return [o for o in self.set_aside if not o.check and not steps]
+
+    @property
+    def undone(self) -> list[Other]:
+        """The check false after an episode that did the acts the words ask, and more."""
+        steps = self.reading is not None and self.reading.kind == "steps"
+        return [o for o in self.set_aside if not o.check and steps]
+
+    @property
+    def after_others(self) -> dict[str, bool]:
+        """The check after each other episode that did not do the task, by id."""
+        return {o.episode.episode_id: o.check for o in self.counted}
 
     @property
     def passed(self) -> bool:
         return (
             not self.error
+            and self.reading is not None
             and self.at_start is False
             and self.after_demo is True
-            and len(self.after_others) == OTHERS
-            and not any(self.after_others.values())
+            and self.words_start is False
+            and self.words_demo is True
+            and len(self.counted) >= OTHERS
+            and not self.wrong
         )
 
 
-async def final_page(browser: Browser, base: str, start_url: str, actions: list[Any]) -> Page:
-    page = await start(browser, start_url.replace("site://", base, 1))
+async def replay(page: Page, actions: list[dict[str, Any]]) -> list[Seen]:
+    """The actions done on `page`, with what we saw each act on."""
+    seen: list[Seen] = []
     for action in actions:
+        record(seen, await steady(page, functools.partial(seen_at, page, action)))
         await act(page, action)
-    return page
+    return seen
+
+
+async def reads(page: Page, v: Verdict, seen: list[Seen]) -> tuple[bool, bool | None]:
+    """The check, and our reading of the words (None: none), on the page after `seen`."""
+    check = await steady(page, lambda: holds(page, v.task["check"]))
+    reading, start = v.reading, v.start
+    if reading is None or start is None:
+        return check, None
+    return check, await steady(page, lambda: done(page, reading, start, seen))
 
 
 async def check_all(
@@ -298,17 +197,9 @@ async def check_all(
     executable: str = CHROMIUM,
     shots: Path | None = None,
 ) -> list[Verdict]:
-    """Every task's verdict; each other episode is replayed once and read by every task of
-    its start that chose it."""
-    verdicts = [Verdict(t) for t in tasks]
-    for v in verdicts:
-        v.read = others(v.task, tasks, runs)
-    by_episode: dict[str, list[Verdict]] = {}
-    chosen_by_id: dict[str, Episode] = {}
-    for v in verdicts:
-        for e in v.read:
-            by_episode.setdefault(e.episode_id, []).append(v)
-            chosen_by_id[e.episode_id] = e
+    """Every task's verdict. Each other action set is replayed once and read by every task of
+    its start; a task reads them in order until OTHERS did not do it (or none is left)."""
+    verdicts = [Verdict(t, parse(words_of(t))) for t in tasks]
     gate = asyncio.Semaphore(parallel)
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=executable)
@@ -317,70 +208,125 @@ async def check_all(
             async with gate:
                 try:
                     page = await start(browser, v.task["start_url"].replace("site://", base, 1))
-                    v.at_start = await holds(page, v.task["check"])
+                    v.start = await steady(page, lambda: start_of(page))
+                    v.at_start, v.words_start = await reads(page, v, [])
                     if shots:
                         await page.screenshot(path=shots / f"{v.task['id']}-0.png")
+                    seen: list[Seen] = []
                     for i, action in enumerate(v.task["actions"], 1):
+                        record(seen, await steady(page, functools.partial(seen_at, page, action)))
                         await act(page, action)
                         if shots:
                             await page.screenshot(path=shots / f"{v.task['id']}-{i}.png")
-                    v.after_demo = await holds(page, v.task["check"])
+                    v.after_demo, v.words_demo = await reads(page, v, seen)
                     await page.context.close()
                 except Exception as exc:
                     v.error = f"{type(exc).__name__}: {exc}"
 
-        async def other(episode: Episode, readers: list[Verdict]) -> None:
+        replays: dict[str, asyncio.Task[dict[int, Other]]] = {}
+
+        async def read_by_all(episode: Episode) -> dict[int, Other]:
+            """The episode replayed once, read for every task of its start (by index)."""
             async with gate:
+                page = await start(browser, episode.start_url.replace("site://", base, 1))
                 try:
-                    page = await final_page(browser, base, episode.start_url, episode.actions)
-                    for v in readers:
-                        v.after_others[episode.episode_id] = await holds(page, v.task["check"])
+                    seen = await replay(page, episode.actions)
+                    found = {}
+                    for i, v in enumerate(verdicts):
+                        if v.task["start_url"] == episode.start_url and not v.error:
+                            check, words = await reads(page, v, seen)
+                            found[i] = Other(episode, check, words, seen)
+                    return found
+                finally:
                     await page.context.close()
-                except Exception as exc:
-                    for v in readers:
-                        v.error = f"{episode.episode_id}: {type(exc).__name__}: {exc}"
+
+        async def others(i: int, v: Verdict) -> None:
+            waiting = pool(v.task, tasks, runs)
+            try:
+                while waiting and len(v.counted) < OTHERS:
+                    batch, waiting = (
+                        waiting[: OTHERS - len(v.counted)],
+                        waiting[OTHERS - len(v.counted) :],
+                    )
+                    for e in batch:
+                        if e.episode_id not in replays:
+                            replays[e.episode_id] = asyncio.ensure_future(read_by_all(e))
+                    for e in batch:
+                        v.others.append((await replays[e.episode_id])[i])
+            except Exception as exc:
+                v.error = f"{type(exc).__name__}: {exc}"
 
         try:
-            await asyncio.gather(
-                *[own(v) for v in verdicts],
-                *[other(chosen_by_id[e], readers) for e, readers in by_episode.items()],
-            )
+            await asyncio.gather(*[own(v) for v in verdicts])
+            await asyncio.gather(*[others(i, v) for i, v in enumerate(verdicts) if not v.error])
         finally:
             await browser.close()
     return verdicts
 
 
-def report(verdicts: list[Verdict]) -> list[str]:
-    """The figures, then one line per task that did not pass."""
-    n = len(verdicts)
-    start_false = sum(v.at_start is False for v in verdicts)
-    demo_true = sum(v.after_demo is True for v in verdicts)
-    three = sum(len(v.after_others) == OTHERS for v in verdicts)
-    clean = sum(
-        len(v.after_others) == OTHERS and not any(v.after_others.values()) for v in verdicts
+def task_lines(v: Verdict, available: int) -> list[str]:
+    """One task's line, then its other episodes that did it another way or that its check
+    was wrongly true after."""
+    t = v.task
+    said = (
+        v.reading.describe() if v.reading else "UNREAD: words this checker's grammar does not know"
+    )
+    few = (
+        f" (only {len(v.counted)} of {available} other action sets did not do it)"
+        if len(v.counted) < OTHERS
+        else ""
     )
     lines = [
-        f"tasks {n}; passed {sum(v.passed for v in verdicts)}",
-        f"false at the start: {start_false} of {n}; true after the demonstration: {demo_true} "
-        f"of {n}; false after {OTHERS} other episodes' actions: {clean} of {n} "
-        f"({three} had {OTHERS} other episodes to read)",
+        f"{'PASS' if v.passed else 'FAIL'} {t['id']} {words_of(t)!r} {json.dumps(t['check'])}",
+        f"  words read as: {said}",
+        f"  check: start={v.at_start} demo={v.after_demo}; words done: start={v.words_start} "
+        f"demo={v.words_demo}; others: replayed {len(v.others)}, set aside {len(v.set_aside)} "
+        f"(task done another way), check wrongly true {len(v.wrong)} of {len(v.counted)}{few}"
+        + (f"; ERROR {v.error}" if v.error else ""),
     ]
-    for v in verdicts:
-        if not v.passed:
-            t = v.task
-            lines.append(
-                f"FAIL {t['id']} {t['instruction']!r} {json.dumps(t['check'])}: "
-                f"start={v.at_start} demo={v.after_demo} others={v.after_others} {v.error}"
-            )
-            for e in v.read:
-                if v.after_others.get(e.episode_id):
-                    did = ", ".join(f"{t[0]} {t[1]!r}" for t in e.targets.values())
-                    lines.append(f"  true after {e.episode_id}, which clicked: {did}")
+    for o in v.set_aside:
+        verdict = (
+            "check true"
+            if o.check
+            else "check FALSE: too narrow"
+            if o in v.narrow
+            else "check false: the acts done, then others (undone?)"
+        )
+        lines.append(f"  set aside {o.episode.episode_id} ({verdict}), which did: {o.clicked()}")
+    for o in v.wrong:
+        lines.append(f"  WRONGLY TRUE after {o.episode.episode_id}, which did: {o.clicked()}")
+    return lines
+
+
+def report(verdicts: list[Verdict], available: dict[str, int]) -> list[str]:
+    """Per task lines, then the totals."""
+    n = len(verdicts)
+    lines = [line for v in verdicts for line in task_lines(v, available[v.task["id"]])]
+    replayed = sum(len(v.others) for v in verdicts)
+    aside = sum(len(v.set_aside) for v in verdicts)
+    narrow = sum(len(v.narrow) for v in verdicts)
+    undone = sum(len(v.undone) for v in verdicts)
+    wrong = sum(len(v.wrong) for v in verdicts)
+    clean = sum(len(v.counted) >= OTHERS and not v.wrong for v in verdicts)
+    few = sum(len(v.counted) < OTHERS for v in verdicts)
+    lines += [
+        f"tasks {n}; passed {sum(v.passed for v in verdicts)}",
+        f"check false at the start: {sum(v.at_start is False for v in verdicts)} of {n}; "
+        f"true after the demonstration: {sum(v.after_demo is True for v in verdicts)} of {n}",
+        f"words read: {sum(v.reading is not None for v in verdicts)} of {n}; not done at the "
+        f"start: {sum(v.words_start is False for v in verdicts)} of {n}; done after the "
+        f"demonstration: {sum(v.words_demo is True for v in verdicts)} of {n}",
+        f"other episodes: {replayed} replayed; {aside} set aside as the task done another way "
+        f"({aside - narrow - undone} check true; check false: {narrow} too narrow, {undone} "
+        f"the acts asked done, then others); the check wrongly true after {wrong}",
+        f"check false after {OTHERS} other episodes that did not do the task: {clean} of {n}"
+        f" ({few} with fewer than {OTHERS} such episodes from their start)",
+    ]
     return lines
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("output", type=Path, help="a run's output folder, its tasks exported")
     parser.add_argument("--tasks", type=Path, help="default: OUT/exports/tasks/tasks.jsonl")
     parser.add_argument("--parallel", type=int, default=3, help="pages at once")
@@ -396,7 +342,8 @@ def main() -> None:
             args.shots.mkdir(parents=True, exist_ok=True)
         checked = check_all(tasks, runs, base, args.parallel, args.chromium, args.shots)
         verdicts = asyncio.run(checked)
-    for line in report(verdicts):
+    available = {t["id"]: len(pool(t, tasks, runs)) for t in tasks}
+    for line in report(verdicts, available):
         print(line)
     sys.exit(0 if all(v.passed for v in verdicts) else 1)
 

@@ -3,7 +3,8 @@ the task list, then
 
 - check every task with the independent checker (bench/taskcheck.py: its own Playwright code,
   no datagen import): false at the start, true after its demonstration, false after other
-  episodes' action sets from the same start;
+  episodes' action sets from the same start that did not do what its words ask (its own
+  reading of the words, bench/taskwords.py);
 - run the list back as `sources: [{type: jsonl}]` with the `scripted` policy: the
   demonstrations solve every task;
 - run it with `explore` and repeats: the run summary says each task's solve rate.
@@ -71,7 +72,10 @@ def test_an_independent_checker_confirms_every_task(
     for v in verdicts:
         assert not v.error, v.error
         assert v.at_start is False and v.after_demo is True, (v.task, v)
-        assert not any(v.after_others.values()), (v.task, v.after_others)
+        # its own reading of the words agrees: not done at the start, done by the demonstration
+        assert v.reading is not None, ("words the checker cannot read", v.task)
+        assert v.words_start is False and v.words_demo is True, (v.task, v)
+        assert not v.wrong, (v.task, [(o.episode.episode_id, o.clicked()) for o in v.wrong])
     # a site whose every episode pressed the one button has no other action set to read
     assert sum(len(v.after_others) for v in verdicts) >= len(verdicts), verdicts
 
