@@ -9,7 +9,8 @@ module imports from another test module: what two of them share lives here.
 - configs and a worker's plugin without Dask: `make_config`, `ReadyPlugin`, `set_up`, and
   `Local`: datagen's local runner on such a plugin (the `local` fixture);
 - the CLI as a subprocess and what a run leaves: `datagen` (`datagen_calls`: several calls
-  in one subprocess), `synthesised` and `task_rows` (a task-synthesis run), `rows`, `read`, `check_dataset`,
+  in one subprocess), `synthesised`, `task_rows` and `exported_tasks` (one task-synthesis
+  run of pages of our own, shared by the files that read it), `rows`, `read`, `check_dataset`,
   `sites_pipeline`, `each_task_once`;
 - a few pieces of test data and their readers: `shard_stats` (a marker's stats),
   `race` (simultaneous output claims),
@@ -21,11 +22,13 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import fcntl
 import functools
 import inspect
 import io
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -39,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
+import pytest
 import yaml
 from PIL import Image
 
@@ -66,12 +70,16 @@ PAGES = FIXTURES / "pages"
 # them, so the run does not end on one long file while the other worker idles. Ordered by each
 # file's summed test time in a default run (2026-11-29, issue 44 item 7, beside other sessions'
 # load 15-27: figures are relative), after that day's cuts to test_checked_reader and
-# test_hosts. A file renamed here fails tests/unit/test_suite_order.py.
+# test_hosts. A file renamed here fails tests/unit/test_suite_order.py. test_synth_runwide
+# makes the synthesis run that test_synth_transient and test_synth_count then read (`synthesised`):
+# only it is here, so the other two come late, the run long made, not waiting on its lock.
+# test_task_synthesis moved from first to fourth when its run went from six repeats to three
+# (about a third of its time, measured alone).
 LONG_FILES = (
-    "tests/integration/test_task_synthesis.py",
     "tests/integration/test_training.py",
     "tests/integration/test_sites.py",
     "tests/integration/test_hosts_hostile.py",
+    "tests/integration/test_task_synthesis.py",
     "tests/integration/test_dashboard.py",
     "tests/integration/test_output_reach.py",
     "tests/integration/test_export.py",
@@ -81,7 +89,6 @@ LONG_FILES = (
     "tests/integration/test_control_names.py",
     "tests/integration/test_verify_site.py",
     "tests/integration/test_synth_runwide.py",
-    "tests/integration/test_synth_transient.py",
     "tests/integration/test_engine_garbage.py",
     "tests/integration/test_step_descriptions.py",
     "tests/integration/test_real_pages.py",
@@ -405,31 +412,70 @@ def datagen_calls(
     ]
 
 
-def synthesised(folder: Path, sites: Path) -> Path:
-    """A folder of sites of our own (`sources: [{type: sites, dir: ...}]`) run scripted with
-    task synthesis on, then `export -f tasks`: the output folder."""
+# Pages of our own that one scripted synthesis run serves, each read by a test file of its own
+# (test_synth_runwide, test_synth_transient, test_synth_count). Their tasks start on different
+# pages, so none decides another's (run-wide specificity compares episodes of one start only).
+# One run, not three: each was a `datagen run` of its own (interpreter, cluster, browser) and an
+# export, about 15-20 s apiece on a quiet 2-core machine (issue 44 item 7).
+SYNTH_PAGES = (
+    FIXTURES / "synth_runwide" / "list",
+    FIXTURES / "synth_toast" / "draft",
+    FIXTURES / "synth_count" / "basket",
+)
+
+
+def synthesised(factory: pytest.TempPathFactory) -> Path:
+    """SYNTH_PAGES run scripted with task synthesis on, one task per shard, then `export -f
+    tasks`: the output folder; `said.txt` beside it holds what the two commands printed. Run
+    once per test session by the first file that asks, on either xdist worker: the others
+    wait on a file lock in the session's temporary root, then read the same output."""
+    root = factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the session's root, above each worker's own
+    folder = root / "synth-pages"
+    with (root / "synth-pages.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released as the file closes
+        if not (folder / "done").exists():  # a failed run is tried again, and fails again
+            _synthesise(folder)
+    return folder / "out"
+
+
+def _synthesise(folder: Path) -> None:
+    # one session: the toast's page (gone 1.5 s after it shows) ran alone before; beside
+    # another episode, a loaded machine's look after the click came once the toast had gone
+    shutil.rmtree(folder, ignore_errors=True)
+    for site in SYNTH_PAGES:
+        shutil.copytree(site, folder / "sites" / site.name)
     (folder / "p.yaml").write_text(
-        f"name: {sites.name.replace('_', '-')}\n"
-        f"sources: [{{type: sites, dir: {sites}}}]\n"
+        "name: synth-pages\n"
+        f"sources: [{{type: sites, dir: {folder / 'sites'}}}]\n"
         "browser: {viewport: {width: 1280, height: 800}, device_scale_factor: 1}\n"
         "policy: {type: scripted}\n"
         "annotation: {grounding: false, verify: {max_replays: 6}, tasks: {per_episode: 4}}\n"
         "cluster: {workers: 1, sessions_per_worker: 1}\n"
-        "run: {seed: 0, max_steps: 3, repeats: 1}\n"
+        "run: {seed: 0, max_steps: 3, tasks_per_shard: 1, repeats: 1}\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    out = folder / "out"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out, said = folder / "out", ""
     for args in (["run", "p.yaml", "-o", str(out)], ["export", str(out), "-f", "tasks"]):
         done = subprocess.run([sys.executable, "-m", "datagen", *args], env=env, cwd=folder,
                               capture_output=True, text=True, timeout=600)  # fmt: skip
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return out
+        said += done.stdout
+    (folder / "said.txt").write_text(said)
+    (folder / "done").touch()
 
 
-def task_rows(out: Path) -> dict[str, dict[str, Any]]:
-    """The raw `tasks` table of a local output, by effect."""
+def task_rows(out: Path, task_id: str) -> dict[str, dict[str, Any]]:
+    """The raw `tasks` table of a local output: the rows of one task's episodes, by effect."""
     rows = [r for f in sorted(out.glob("tasks/*.parquet")) for r in pq.read_table(f).to_pylist()]
-    return {r["effect"]: r for r in rows}
+    return {r["effect"]: r for r in rows if r["task_id"] == task_id}
+
+
+def exported_tasks(out: Path, site: str) -> list[dict[str, Any]]:
+    """The task list `export -f tasks` wrote: one site's tasks."""
+    listed = (out / "exports" / "tasks" / "tasks.jsonl").read_text().splitlines()
+    return [t for t in map(json.loads, listed) if t["site"] == site]
 
 
 def rows(out: Path, table: str) -> list[Row]:

@@ -1,4 +1,4 @@
-"""Action descriptions and groups on real Chromium: one explore shard with `run.repeats: 3`
+"""Action descriptions and groups on real Chromium: one explore shard with `run.repeats: 2`
 over two pages with repeated names (tests/fixtures/pages/real/duplicates.html, the bundled todo
 app), read back from its Parquet parts.
 
@@ -28,7 +28,7 @@ from tests.helpers import Local, ReadyPlugin, Row, make_config
 pytestmark = pytest.mark.browser
 
 RUN_ID = "describe-run"
-REPEATS = 3
+REPEATS = 2
 ROLES = {  # the descriptions' nouns → ARIA roles
     "button": "button",
     "link": "link",

@@ -22,7 +22,7 @@ from playwright.sync_api import Page, sync_playwright
 
 from bench.taskcheck import DESCRIBE
 from bench.taskcheck import served as static_server
-from tests.helpers import synthesised, task_rows
+from tests.helpers import exported_tasks, synthesised, task_rows
 
 pytestmark = pytest.mark.browser
 SITES = Path(__file__).resolve().parents[1] / "fixtures" / "synth_count"
@@ -31,8 +31,9 @@ BASKET = {"element": {"role": "button", "name": "Basket 1", "state": "present"}}
 
 @pytest.fixture(scope="module")
 def output(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The page's task run scripted, synthesis on; the task list exported."""
-    return synthesised(tmp_path_factory.mktemp("count"), SITES)
+    """The page's task run scripted, synthesis on, in the run of pages of our own that
+    test_synth_runwide and test_synth_transient read too; the task list exported."""
+    return synthesised(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -54,15 +55,14 @@ def shows(page: Page, check: dict[str, Any]) -> bool:
 
 
 def test_the_baskets_number_is_a_task_the_ticking_one_is_not(output: Path, page: Page) -> None:
-    found = task_rows(output)
+    found = task_rows(output, "basket-add")
     basket = found["count:button:Basket 1:present:"]
     assert basket["kept"], basket
     assert basket["instruction"] == 'Make the "Basket" button show 1'
     assert json.loads(basket["check_json"]) == BASKET
     ticking = [r for effect, r in found.items() if "Online" in effect]
     assert ticking and all(r["dropped_at"] == "volatile" for r in ticking), ticking
-    listed = (output / "exports" / "tasks" / "tasks.jsonl").read_text().splitlines()
-    exported = [json.loads(line) for line in listed]
+    exported = exported_tasks(output, "basket")
     assert [t["check"] for t in exported] == [BASKET], exported
     # decided live, by code of our own: false at the start, true after the demonstration
     with static_server(SITES) as url:

@@ -11,31 +11,30 @@ line is the task.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import synthesised, task_rows
+from tests.helpers import exported_tasks, synthesised, task_rows
 
 pytestmark = pytest.mark.browser
-SITES = Path(__file__).resolve().parents[1] / "fixtures" / "synth_toast"
 
 
 @pytest.fixture(scope="module")
 def output(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The page's task run scripted, synthesis on; the task list exported."""
-    return synthesised(tmp_path_factory.mktemp("toast"), SITES)
+    """The page's task run scripted, synthesis on, in the run of pages of our own that
+    test_synth_runwide and test_synth_count read too; the task list exported."""
+    return synthesised(tmp_path_factory)
 
 
 def test_the_toast_is_dropped_as_transient_and_the_line_that_stays_is_the_task(
     output: Path,
 ) -> None:
-    found = task_rows(output)
+    found = task_rows(output, "draft-save")
     toast, line = found["text:Draft saved ✓"], found["text:Your draft is saved"]
     assert (toast["kept"], toast["dropped_at"]) == (False, "transient"), toast
     assert line["kept"] and line["instruction"] == 'Press "Save draft"', line
-    listed = (output / "exports" / "tasks" / "tasks.jsonl").read_text().splitlines()
-    assert [json.loads(t)["check"] for t in listed] == [{"text_present": "Your draft is saved"}]
+    listed = exported_tasks(output, "draft")
+    assert [t["check"] for t in listed] == [{"text_present": "Your draft is saved"}]
     card = (output / "exports" / "tasks" / "README.md").read_text()
-    assert "| transient | 1 |" in card, card
+    assert "| transient | 1 |" in card, card  # the other pages' tasks have none

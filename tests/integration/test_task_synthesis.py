@@ -12,8 +12,11 @@ that message as its `fail` check and the POST as its demonstration's write; ever
 task's demonstration becomes `sft` samples and an `rl` group carrying its check. The checker
 decides the fail check on the live page too.
 
-One run serves both (six repeats per task, so the form's send task has failed rollouts to
-group): it was two runs, the form alone and all four sites, for the suite's time (issue 44).
+One run serves both: it was two runs, the form alone and all four sites, for the suite's time
+(issue 44). Three repeats per task (explore's seeds are per task and repeat): with seed 0 the
+form's first episode sends before agreeing (the refusal, and the send task's failed rollout to
+group), its second and third send after it; every site gives a task from its first two. It was
+six repeats: twice the episodes for the same claims.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from bench.taskcheck import served as static_server
+from tests.helpers import datagen_calls
 
 pytestmark = pytest.mark.browser
 SITES = Path(__file__).resolve().parents[1] / "fixtures" / "synth"
@@ -58,18 +62,15 @@ def output(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "policy: {type: explore}\n"
         "annotation: {grounding: false, verify: {max_replays: 12}, tasks: {per_episode: 4}}\n"
         "cluster: {workers: 1, sessions_per_worker: 4}\n"
-        "run: {seed: 0, max_steps: 6, tasks_per_shard: 4, repeats: 6}\n"
+        "run: {seed: 0, max_steps: 6, tasks_per_shard: 4, repeats: 3}\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = folder / "out"
-    for args in (
-        ["run", str(pipeline), "-o", str(out)],
-        ["export", str(out), "-f", "tasks"],
-        ["export", str(out), "-f", "sft"],
-        ["export", str(out), "-f", "rl"],
-    ):
-        done = subprocess.run([sys.executable, "-m", "datagen", *args], env=env, cwd=folder,
-                              capture_output=True, text=True, timeout=600)  # fmt: skip
+    done = subprocess.run([sys.executable, "-m", "datagen", "run", str(pipeline), "-o", str(out)],
+                          env=env, cwd=folder, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # the three exports in one interpreter (tests/helpers.py datagen_calls), not one each
+    for done in datagen_calls([["export", str(out), "-f", fmt] for fmt in ("tasks", "sft", "rl")]):
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return out
 

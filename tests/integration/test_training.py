@@ -30,12 +30,14 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-import yaml
 from PIL import Image
 
-from tests.helpers import REPO, Row, datagen
+from datagen.runplan import make_plan
+from datagen.sink.storage import LocalStorage
+from datagen.sink.writer import claim_output
+from tests.helpers import REPO, Local, Row, datagen, make_config
 
-pytestmark = [pytest.mark.browser, pytest.mark.cluster]
+pytestmark = pytest.mark.browser
 EXAMPLE = REPO / "examples" / "train_stream.py"
 SFT_EXAMPLE = REPO / "examples" / "train_sft.py"
 DOCS = REPO / "docs" / "training.md"
@@ -66,21 +68,23 @@ def _example(path: Path = EXAMPLE) -> ModuleType:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def run(local: Local, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small run (two bundled-site tasks, two repeats, two explore steps) in `runs/demo`, the
-    folder docs/training.md's snippets read."""
+    folder docs/training.md's snippets read. Run here, on the module's browser (datagen's
+    local runner: the shards a worker runs, written as a worker writes them), not as `datagen
+    run`: what these tests read is `datagen export`'s output, and a cluster and a second
+    interpreter cost more than the run itself (issue 44 item 7)."""
     folder = tmp_path_factory.mktemp("training")
-    spec = {
-        "name": "training",
-        "sources": [{"type": "sites"}],
-        "cluster": {"workers": 1, "sessions_per_worker": 2, "dashboard": "127.0.0.1:0"},
-        "run": {"max_steps": 2, "tasks_per_shard": 2, "limit": 2, "seed": 3, "repeats": 2},
-        "output": {"uri": "unused"},
-    }
-    (folder / "p.yaml").write_text(yaml.safe_dump(spec))
+    config = make_config(
+        folder,
+        run={"max_steps": 2, "tasks_per_shard": 2, "limit": 2, "seed": 3, "repeats": 2},
+    )
+    plan = make_plan(config)
     out = folder / "runs" / "demo"
-    done = datagen("run", str(folder / "p.yaml"), "--output", str(out))
-    assert done.returncode == 0, done.stdout + done.stderr
+    storage = LocalStorage(out)
+    claim_output(storage, plan.run_id, {"name": "training"})
+    for shard, tasks in zip(plan.shard_ids, plan.shards, strict=True):
+        local.run(config, shard, tasks, timeout=300, run_id=plan.run_id, storage=storage)
     return out
 
 
