@@ -441,8 +441,9 @@ def synthesised(factory: pytest.TempPathFactory) -> Path:
 
 
 def _synthesise(folder: Path) -> None:
-    # one session: the toast's page (gone 1.5 s after it shows) ran alone before; beside
-    # another episode, a loaded machine's look after the click came once the toast had gone
+    # one session, and the toast's page's toast gone 2.5 s after it shows (inside
+    # replay.PERSIST_S): at 1.5 s, or beside another episode, a loaded machine's look after the
+    # click came once the toast had gone
     shutil.rmtree(folder, ignore_errors=True)
     for site in SYNTH_PAGES:
         shutil.copytree(site, folder / "sites" / site.name)

@@ -2,7 +2,7 @@
 demonstration, where the page says it in a message that goes by itself.
 
 The page of our own (tests/fixtures/synth_toast/draft) answers "Save draft" twice: a line that
-stays ("Your draft is saved") and a toast in a live region (role=status) that goes 1.5 s later
+stays ("Your draft is saved") and a toast in a live region (role=status) that goes 2.5 s later
 ("Draft saved ✓"). Both hold after the demonstration on two sealed replays and both have words
 (`Press "Save draft"`): without a look a moment later, the toast's check was kept (and, first
 by its effect's name, was the one exported for those words). It is dropped as `transient`; the
