@@ -94,12 +94,13 @@ def test_a_straggler_is_ended_and_the_shard_does_not_wait(
             for i in range(3)
         ),
     ]
-    # navigation and step limits far above the straggler limit: only it can end the episode
+    # navigation and step limits far above the straggler limit: only it can end the episode;
+    # 8 s: at load 30 a fast episode (one click) took over 3 s and was a straggler too
     config = make_config(
         tmp_path,
         policy={"type": "scripted"},
         browser={"navigation_timeout_s": 120, "settle_timeout_ms": 500},
-        run={"max_steps": 3, "straggler_s": 3, "step_timeout_s": 120, "episode_timeout_s": 300},
+        run={"max_steps": 3, "straggler_s": 8, "step_timeout_s": 120, "episode_timeout_s": 300},
     )
     out = tmp_path / "out"
     result = local.run(config, 3, tasks, timeout=280, run_id="slow", host=host).result
