@@ -9,12 +9,17 @@ Method and results: docs/benchmarks.md, "Verification".
   the pages the pipeline reached and types what it typed: the same work, with nothing of the
   pipeline's around it). CPU: every process of the run (workers, browsers, driver, scheduler)
   from browsers up to exit, ÷ the steps the run recorded (replays record none: their CPU is
-  spread over the recorded steps, amortised).
+  spread over the recorded steps, amortised). Two ratios: the whole run's (the demo's CPU ÷ its
+  steps, fixed costs included: the end's report, cluster and browsers closing) and the marginal
+  one, per step of steady state: a second verified run with `run.repeats` 1 (half the demo's
+  episodes), then (CPU of the demo − CPU of the half) ÷ (their steps' difference), against the
+  same difference of the bare loop on each run's episodes: what a step costs once fixed costs
+  are spread over a production run of thousands of steps.
 - `list`: the bundled todo app only (a list app: explore takes 10+ steps there), its tasks
   repeated, explore with `max_steps` 16: verification's share of session time where episodes
   are long.
 
-    python bench/verify.py --part demo --rounds 1
+    python bench/verify.py --part demo --rounds 1 [--no-unverified]
     python bench/verify.py --part list --repeats 4
 """
 
@@ -137,71 +142,106 @@ def cpu_ms_per_step(run: Run) -> float:
     return 1000 * sum(run.cpu.values()) / max(run.steps, 1)
 
 
-def demo_spec(verify: bool) -> Row:
+def demo_spec(verify: bool, repeats: int | None = None) -> Row:
     spec: Row = yaml.safe_load(DEMO.read_text())
     spec["cluster"]["dashboard"] = "127.0.0.1:0"  # a free port: 8787 may be taken
     spec["annotation"]["tasks"] = None  # task synthesis is measured apart (bench/synth.py)
     if not verify:
         spec["annotation"]["verify"] = None
+    if repeats is not None:
+        spec["run"]["repeats"] = repeats
     return spec
 
 
+def marginal_ms(big: tuple[float, int], small: tuple[float, int]) -> float:
+    """CPU ms per step of steady state: (CPU-s, steps) of a big and a small run, differenced,
+    so what both pay once (starting, ending) drops out."""
+    return 1000 * (big[0] - small[0]) / max(big[1] - small[1], 1)
+
+
 def part_demo(a: argparse.Namespace) -> Row:
-    """The demo with verification, without it, and the bare loop on its episodes."""
+    """The demo with verification, without it, half of it, and the bare loop on its episodes."""
     sessions = demo_spec(True)["cluster"]
     sessions = sessions["workers"] * sessions["sessions_per_worker"]
     cond, rounds = Conditions(), list[Row]()
+    sides = [("verified", True, None), ("half", True, 1)]
+    if a.unverified:
+        sides.insert(1, ("unverified", False, None))
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(a.rounds):
             runs: dict[str, Run] = {}
-            for name, verify in (("verified", True), ("unverified", False)):
-                pipeline = write_pipeline(Path(tmp), f"{name}-{i}", demo_spec(verify))
+            for name, verify, repeats in sides:
+                pipeline = write_pipeline(Path(tmp), f"{name}-{i}", demo_spec(verify, repeats))
                 runs[name] = run_datagen(pipeline, Path(tmp) / f"{name}-{i}")
-            out = Path(tmp) / f"verified-{i}"
-            shape = [
-                (e["start_url"], e["n_steps"])
-                for e in table(out, "episodes", ["start_url", "n_steps"])
-            ]
-            bare = asyncio.run(bare_rounds(sessions, i, (1, 1), shape))["matched"][0]
-            same = asyncio.run(bare_actions(out, sessions))
-            figures = verification_figures(table(out, "episodes", EPISODE_COLUMNS))
+            bare = {
+                name: asyncio.run(
+                    bare_rounds(sessions, i, (1, 1), episode_shape(Path(tmp), name, i))
+                )["matched"][0]
+                for name in ("verified", "half")
+            }
+            same = asyncio.run(bare_actions(Path(tmp) / f"verified-{i}", sessions))
+            figures = verification_figures(
+                table(Path(tmp) / f"verified-{i}", "episodes", EPISODE_COLUMNS)
+            )
+            cpu = {k: round(cpu_ms_per_step(r), 1) for k, r in runs.items()}
+            cpu |= {"bare": round(bare["verified"].cpu_ms_per_step, 1)}
+            cpu |= {"bare_actions": round(same.cpu_ms_per_step, 1)}
+            v, h = runs["verified"], runs["half"]
+            bv, bh = bare["verified"], bare["half"]
+            marginal = {
+                "verified": round(marginal_ms((sum(v.cpu.values()), v.steps), (sum(h.cpu.values()), h.steps)), 1),
+                "bare": round(marginal_ms((bv.cpu.total, bv.steps), (bh.cpu.total, bh.steps)), 1),
+            }  # fmt: skip
             rounds.append(
                 {
                     "verification": figures,
-                    "cpu_ms_per_step": {
-                        "verified": round(cpu_ms_per_step(runs["verified"]), 1),
-                        "unverified": round(cpu_ms_per_step(runs["unverified"]), 1),
-                        "bare": round(bare.cpu_ms_per_step, 1),
-                        "bare_actions": round(same.cpu_ms_per_step, 1),
-                    },
+                    "cpu_ms_per_step": cpu,
+                    "marginal_cpu_ms_per_step": marginal,
                     "steps": {k: r.steps for k, r in runs.items()}
-                    | {"bare": bare.steps, "bare_actions": same.steps},
+                    | {"bare": bv.steps, "bare_half": bh.steps, "bare_actions": same.steps},
+                    "cpu_s_by_process": {k: r.cpu for k, r in runs.items()},
                     "bare_actions_errors": same.action_errors,
                 }
             )
     conditions = cond.end()
     result: Row = {"rounds": rounds, "conditions": conditions}
     for i, r in enumerate(rounds):
-        cpu, v = r["cpu_ms_per_step"], r["verification"]
-        print(f"demo round {i}: steps {r['steps']}")
-        print(
-            f"  CPU ms per recorded step: verified {cpu['verified']}, unverified "
-            f"{cpu['unverified']}, bare {cpu['bare']}; ratio verified ÷ bare "
-            f"{cpu['verified'] / cpu['bare']:.2f}, unverified ÷ bare "
-            f"{cpu['unverified'] / cpu['bare']:.2f}"
-        )
-        print(
-            f"  the bare loop doing the episodes' own actions: {cpu['bare_actions']} CPU ms per "
-            f"step; ratio verified ÷ it {cpu['verified'] / cpu['bare_actions']:.2f}, "
-            f"unverified ÷ it {cpu['unverified'] / cpu['bare_actions']:.2f}"
-        )
-        print(
-            f"  verification: {v['share']:.1%} of session time ({v['verify_s']} of "
-            f"{v['session_s']} s), {v['replays']} replays for {v['verified']} verified "
-            f"episodes ({v['replays_per_verified']} each); statuses {v['status']}"
-        )
+        print_demo_round(i, r)
     print(f"  {conditions_line(conditions)}")
     return result
+
+
+def episode_shape(tmp: Path, name: str, i: int) -> list[tuple[str, int]]:
+    """A run's episodes as (start URL, steps), for the bare loop to do as many."""
+    rows = table(tmp / f"{name}-{i}", "episodes", ["start_url", "n_steps"])
+    return [(e["start_url"], e["n_steps"]) for e in rows]
+
+
+def print_demo_round(i: int, r: Row) -> None:
+    cpu, v, m = r["cpu_ms_per_step"], r["verification"], r["marginal_cpu_ms_per_step"]
+    print(f"demo round {i}: steps {r['steps']}")
+    unverified = (
+        f", unverified {cpu['unverified']} ({cpu['unverified'] / cpu['bare']:.2f} × bare)"
+        if "unverified" in cpu
+        else ""
+    )
+    print(
+        f"  whole run, CPU ms per recorded step: verified {cpu['verified']}{unverified}, bare "
+        f"{cpu['bare']}; ratio verified ÷ bare {cpu['verified'] / cpu['bare']:.2f}"
+    )
+    print(
+        f"  the bare loop doing the episodes' own actions: {cpu['bare_actions']} CPU ms per "
+        f"step; ratio verified ÷ it {cpu['verified'] / cpu['bare_actions']:.2f}"
+    )
+    print(
+        f"  steady state (demo − half ÷ their steps' difference): verified {m['verified']}, bare "
+        f"{m['bare']} CPU ms per step; ratio {m['verified'] / m['bare']:.2f}"
+    )
+    print(
+        f"  verification: {v['share']:.1%} of session time ({v['verify_s']} of "
+        f"{v['session_s']} s), {v['replays']} replays for {v['verified']} verified "
+        f"episodes ({v['replays_per_verified']} each); statuses {v['status']}"
+    )
 
 
 def part_list(a: argparse.Namespace) -> Row:
@@ -233,7 +273,11 @@ def part_list(a: argparse.Namespace) -> Row:
 def main(argv: list[str] | None = None) -> int:
     p = parser(__doc__)
     p.add_argument("--part", choices=("demo", "list", "all"), default="all")
-    p.add_argument("--rounds", type=int, default=1, help="demo: rounds of the three runs")
+    p.add_argument("--rounds", type=int, default=1, help="demo: rounds of the runs")
+    p.add_argument(
+        "--no-unverified", dest="unverified", action="store_false",
+        help="demo: leave out the run with `verify: null`",
+    )  # fmt: skip
     p.add_argument("--repeats", type=int, default=4, help="list: each todo task's repeats")
     a = p.parse_args(argv)
     report: Row = {}

@@ -115,7 +115,7 @@ class BrowserHost:
         self.episodes = 0
         self.launches += 1
         self.stopping = False
-        self.admission.start(self._browser_processes)
+        self.admission.start(self._recent_processes)
         log.info("browser started: %s (%s)", self.version, executable)
 
     @property
@@ -200,6 +200,17 @@ class BrowserHost:
             with contextlib.suppress(psutil.Error):
                 process.kill()
         await self.close()
+
+    def _recent_processes(self) -> list[psutil.Process]:
+        """The browser's processes as listed at most RELIST_S ago (`private_total_mb`'s list,
+        shared), for the admission's CPU probe: listing costs ~6 ms of CPU on a machine of 160
+        processes (psutil reads every process's stat), and the probe listed on its own once a
+        second; a process started since counts from the next listing (its CPU until then is
+        left out of one interval, as a process's that started between two probes always was).
+        Not for memory: a new page's renderer must be in `memory_mb` at once."""
+        if not self._listed or time.monotonic() - self._listed_at >= RELIST_S:
+            self._listed, self._listed_at = self._browser_processes(), time.monotonic()
+        return list(self._listed)
 
     def _browser_processes(self) -> list[psutil.Process]:
         """This host's Chromium: the process whose command line carries our marker switch

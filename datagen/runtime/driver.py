@@ -61,16 +61,33 @@ class RunProgress(Protocol):
     def shard(self, result: ShardResult) -> None: ...
 
 
+# Our own LocalCluster's periodic upkeep, slowed. With Dask's defaults an idle cluster of two
+# workers spent ~90 ms of CPU each second (scheduler, nannies and workers: each server's event
+# loop woken every 20 ms to time itself, a system monitor reading /proc every 500 ms in every
+# process, each nanny and worker reading its worker's memory every 100 ms), ~20 ms with these;
+# a demo run spends 0.6-1 s of wall time per recorded step, so that was 40-70 ms of CPU a step
+# (docs/benchmarks.md, "Verification"). What they feed keeps working, coarser: the "event loop
+# unresponsive" warning (3 s), the dashboard's system page, the nanny's memory limit (a worker
+# process's own memory, which grows over seconds; Chromium's is bounded by datagen itself).
+QUIET_CLUSTER = {
+    "distributed.admin.tick.interval": "200ms",
+    "distributed.admin.system-monitor.interval": "1s",
+    "distributed.worker.memory.monitor-interval": "500ms",
+}
+
+
 @contextlib.contextmanager
 def connect(config: ClusterConfig) -> Iterator[Client]:
     """A client to the configured scheduler, or to a new LocalCluster of worker processes."""
-    settings = {
+    settings: dict[str, object] = {
         "distributed.scheduler.allowed-failures": config.allowed_failures,
         # The statistical profiler samples task threads every 10 ms (~4% of a worker's CPU
         # here); a shard task's thread only waits for the browser loop, so its profile says
         # nothing. Our own LocalCluster's workers go without; a running scheduler's keep theirs.
         "distributed.worker.profile.enabled": bool(config.address),
     }
+    if not config.address:
+        settings |= QUIET_CLUSTER
     with dask.config.set(settings):
         if config.address:
             with Client(config.address) as client:
