@@ -5,7 +5,7 @@
 # By default it runs `-m "not slow and not soak"`: every test but the long scenarios (whole
 # multi-run cluster scenarios, Ctrl-C rounds, the 64-session run, TRL training) and the memory
 # soak, on two pytest-xdist workers: about 9 minutes of tests on a quiet 2-core machine
-# (9 min 21 s for 1,516 tests from a fresh clone, 2026-11-29). CI runs the slow ones as its
+# (8 min 48 s for 1,537 tests from a fresh clone, 2026-11-29). CI runs the slow ones as its
 # second step.
 # Extra arguments go to pytest; with a -m of your own, or tests named by path, no default -m
 # is added:
