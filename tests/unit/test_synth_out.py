@@ -229,22 +229,29 @@ def test_the_run_summary_line_sums_every_shard_of_the_run(tmp_path: Path) -> Non
     assert "volatile 1 (5.0% of session time, 5.0 s;" in text
 
 
+def kept_row(
+    site: str, kind: str, episode: str, effect: str, instruction: str, steps: list[int]
+) -> dict[str, Any]:
+    """A kept row of the tasks table, as `chosen` reads it."""
+    return {
+        "kept": True,
+        "start_url": f"site://{site}/",
+        "site": site,
+        "effect": effect,
+        "effect_kind": kind,
+        "synth_id": f"{episode}-{effect}",
+        "instruction": instruction,
+        "episode_id": episode,
+        "demo_steps": steps,
+    }
+
+
 def test_two_checks_of_one_instruction_are_one_task() -> None:
     """ "Press "Save changes"" read by either of two messages, from two episodes: one task (the
     shorter demonstration's); another instruction from the same start stays a task."""
 
     def row(episode: str, effect: str, instruction: str, steps: list[int]) -> dict[str, Any]:
-        return {
-            "kept": True,
-            "start_url": "site://settings/",
-            "site": "settings",
-            "effect": effect,
-            "effect_kind": "text",
-            "synth_id": f"{episode}-{effect}",
-            "instruction": instruction,
-            "episode_id": episode,
-            "demo_steps": steps,
-        }
+        return kept_row("settings", "text", episode, effect, instruction, steps)
 
     save = 'Press "Save changes"'
     rows = [
@@ -266,17 +273,7 @@ def test_two_effects_of_one_demonstration_are_one_task() -> None:
     more steps of the same one, stay tasks of their own."""
 
     def row(episode: str, effect: str, instruction: str, steps: list[int]) -> dict[str, Any]:
-        return {
-            "kept": True,
-            "start_url": "site://todo/",
-            "site": "todo",
-            "effect": effect,
-            "effect_kind": "appeared",
-            "synth_id": f"{episode}-{effect}",
-            "instruction": instruction,
-            "episode_id": episode,
-            "demo_steps": steps,
-        }
+        return kept_row("todo", "appeared", episode, effect, instruction, steps)
 
     rows = [
         row("e1", "appeared:checkbox:Call the dentist", 'Add "Call the dentist" to the list', [0, 1, 2]),
