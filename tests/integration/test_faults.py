@@ -40,10 +40,6 @@ pytestmark = [
 ENGINE = {"engine_unavailable", "engine_rejected", "model_parse_error", "model_off_screen"}
 EXPECTED = {  # what may end each task: an episode, or these reasons
     "hostile-spin": {"timeout_step"} | ENGINE,
-    # 20,000 buttons: a look takes 3-5 s for one session at load 22, and over 8 s (CI) or 20 s
-    # (load 30) with eight sessions on two cores. The step limit bounding it is the right end;
-    # test_hostile checks it ends as an episode, capped at 400 elements, on its own.
-    "hostile-huge": {"timeout_step"} | ENGINE,
     "hostile-metadata": {"blocked_url"},
     "hostile-file": {"blocked_url"},
 }
@@ -68,7 +64,10 @@ def write_pipeline(folder: Path, engine_url: str) -> Path:
             "max_steps": 4,
             "tasks_per_shard": 2,
             "repeats": REPEATS,
-            "step_timeout_s": 8,
+            # 30 s: hostile-huge (20,000 buttons) must end as an episode, and its look took
+            # over 8 s in CI's slow step with eight sessions on two cores (3-5 s for one
+            # session at load 22); hostile-spin's page never yields, so it still meets it
+            "step_timeout_s": 30,
             "episode_timeout_s": 90,
         },
         "output": {"uri": "unused"},
