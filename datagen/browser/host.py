@@ -159,9 +159,7 @@ class BrowserHost:
         that closed: one an episode) is dropped; it holds nothing now."""
         now = time.monotonic()
         when, value = self._bound
-        if relist or not self._listed or now - self._listed_at >= RELIST_S:
-            self._listed, self._listed_at = self._browser_processes(), now
-        elif now - when < BOUND_EVERY_S:
+        if not self._relisted(relist) and now - when < BOUND_EVERY_S:
             return value
         read = [private_mb(p, missing=-1.0) for p in self._listed]
         if -1.0 in read:
@@ -208,9 +206,17 @@ class BrowserHost:
         second; a process started since counts from the next listing (its CPU until then is
         left out of one interval, as a process's that started between two probes always was).
         Not for memory: a new page's renderer must be in `memory_mb` at once."""
-        if not self._listed or time.monotonic() - self._listed_at >= RELIST_S:
-            self._listed, self._listed_at = self._browser_processes(), time.monotonic()
+        self._relisted()
         return list(self._listed)
+
+    def _relisted(self, force: bool = False) -> bool:
+        """List the browser's processes again when `force`, when none are listed, or when the
+        list is RELIST_S old; whether it did."""
+        now = time.monotonic()
+        if force or not self._listed or now - self._listed_at >= RELIST_S:
+            self._listed, self._listed_at = self._browser_processes(), now
+            return True
+        return False
 
     def _browser_processes(self) -> list[psutil.Process]:
         """This host's Chromium: the process whose command line carries our marker switch
