@@ -44,11 +44,19 @@ class SimRequest:
     last_token_at: float | None = None
     finish_reason: str = ""
     text: str = ""
+    encoded: bytes = field(init=False, repr=False)
+    target_tokens: int = field(init=False)
 
-    @property
-    def target_tokens(self) -> int:
-        needed = max(1, -(-len(self.answer.encode()) // BYTES_PER_TOKEN))
-        return min(needed, self.max_tokens)
+    def __post_init__(self) -> None:
+        # once, not once per token: the engine model (`datagen plan`) emits millions of them
+        self.encoded = self.answer.encode()
+        needed = max(1, -(-len(self.encoded) // BYTES_PER_TOKEN))
+        self.target_tokens = min(needed, self.max_tokens)
+
+    def text_so_far(self) -> str:
+        """The answer's first `output_tokens` tokens (a character cut by the last one left out)."""
+        cut = self.encoded[: self.output_tokens * BYTES_PER_TOKEN]
+        return cut.decode("utf-8", errors="ignore")
 
     def reset(self) -> None:
         """Preempted: everything is recomputed from scratch later."""
@@ -144,9 +152,14 @@ class SimEngine:
         """The step is over: its tokens come out, finished requests leave."""
         self.steps += 1
         self.labelled(self.metrics.iteration).observe(work.decode + work.prefill)
+        # the metrics' children once a step, not once a token
+        ttft, itl = self.labelled(self.metrics.ttft), self.labelled(self.metrics.itl)
+        emitted = 0
         for request in work.emit:
             if not request.finish_reason:  # not aborted while the step ran (its client left)
-                self._emit(request, now)
+                self._emit(request, now, ttft, itl)
+                emitted += 1
+        self.labelled(self.metrics.generation_tokens).inc(emitted)
         self._publish()
 
     def _schedule(self) -> StepWork:
@@ -217,29 +230,30 @@ class SimEngine:
 
     # ------------------------------------------------------------------ tokens out
 
-    def _emit(self, request: SimRequest, now: float) -> None:
+    def _emit(self, request: SimRequest, now: float, ttft: Any, itl: Any) -> None:
         """One output token: the next 4 bytes of the answer (the rest of it, when last)."""
         request.output_tokens += 1
-        encoded = request.answer.encode()
         last = request.output_tokens >= request.target_tokens
-        text = encoded[: request.output_tokens * BYTES_PER_TOKEN].decode("utf-8", errors="ignore")
-        piece, request.text = text[len(request.text) :], text
+        if request.stream is not None:
+            text = request.text_so_far()
+            piece, request.text = text[len(request.text) :], text
+            if piece:
+                request.stream.put_nowait(piece)
         if request.first_token_at is None:
             request.first_token_at = now
-            self.labelled(self.metrics.ttft).observe(now - request.arrival)
+            ttft.observe(now - request.arrival)
         elif request.last_token_at is not None:
-            self.labelled(self.metrics.itl).observe(now - request.last_token_at)
+            itl.observe(now - request.last_token_at)
         request.last_token_at = now
-        self.labelled(self.metrics.generation_tokens).inc()
-        if request.stream is not None and piece:
-            request.stream.put_nowait(piece)
         if last:
             self.running.remove(request)
-            reason = "length" if len(text.encode()) < len(encoded) else "stop"
-            self._finish(request, reason, now)
+            cut = request.output_tokens * BYTES_PER_TOKEN < len(request.encoded)
+            self._finish(request, "length" if cut else "stop", now)
 
     def _finish(self, request: SimRequest, reason: str, now: float) -> None:
         request.finish_reason = reason
+        if request.stream is None:  # a whole answer's text is read once, when it ends
+            request.text = request.text_so_far()
         self.metrics.success.labels(finished_reason=reason, **self.metrics.values).inc()
         if reason in ("stop", "length"):
             self.completed += 1
