@@ -110,7 +110,7 @@ def browser() -> Iterator[Browser]:
 
 
 class _PageProbe:
-    """A fresh context + page that records console errors and foreign/failed requests."""
+    """A context + page that records console errors and foreign/failed requests."""
 
     def __init__(self, browser: Browser, base_url: str) -> None:
         self.base_url = base_url
@@ -149,13 +149,30 @@ class _PageProbe:
         self.context.close()
 
 
-@pytest.fixture
-def probe(browser: Browser, site_base_url: str) -> Iterator[_PageProbe]:
+@pytest.fixture(scope="module")
+def shared_probe(browser: Browser, site_base_url: str) -> Iterator[_PageProbe]:
     p = _PageProbe(browser, site_base_url)
     try:
         yield p
     finally:
         p.close()
+
+
+# what a site could carry from one test's load to the next on a shared page
+_STORED_JS = "() => localStorage.length + sessionStorage.length + document.cookie.length"
+
+
+@pytest.fixture
+def probe(shared_probe: _PageProbe) -> Iterator[_PageProbe]:
+    """One page for the module (a context and its renderer cost more than most tests here):
+    each test starts it on a blank document with no problems recorded, and loads its site
+    afresh. That is a fresh app only while the sites store nothing: checked after each test."""
+    page = shared_probe.page
+    page.goto("about:blank")
+    shared_probe.errors.clear()
+    yield shared_probe
+    if page.url.startswith(shared_probe.base_url + "/"):
+        assert page.evaluate(_STORED_JS) == 0, f"{page.url} stored state: a shared page leaks it"
 
 
 # --------------------------------------------------------------------------- helpers
