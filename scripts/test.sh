@@ -4,8 +4,8 @@
 #
 # By default it runs `-m "not slow and not soak"`: every test but the long scenarios (whole
 # multi-run cluster scenarios, Ctrl-C rounds, the 64-session run, TRL training) and the memory
-# soak, on two pytest-xdist workers: about 9 minutes of tests on a quiet 2-core machine
-# (8 min 48 s for 1,537 tests from a fresh clone, 2026-11-29). CI runs the slow ones as its
+# soak, on three pytest-xdist workers: about 7.5 minutes of tests on a quiet 2-core machine
+# (7 min 34 s for 1,542 tests, 2026-11-29; docs/benchmarks.md). CI runs the slow ones as its
 # second step.
 # Extra arguments go to pytest; with a -m of your own, or tests named by path, no default -m
 # is added:
@@ -19,13 +19,14 @@ bash scripts/setup.sh
 .venv/bin/ruff format --check --quiet datagen tests bench oracle
 .venv/bin/mypy datagen tests oracle
 default=(-m "not slow and not soak")
-# Two pytest-xdist workers, each test file whole on one of them (its module fixtures: a
+# Three pytest-xdist workers, each test file whole on one of them (its module fixtures: a
 # browser, a cluster, a server, set up once): most tests wait on pages settling and servers
-# answering, so two at once take about two thirds of the time one after the other does
-# (15 min 8 s serial, 9 min 32 s so, quiet, 2 cores: docs/benchmarks.md). The longest files
-# start first (tests/helpers.py LONG_FILES, ordered by tests/conftest.py), so the run does not
-# end on one of them while the other worker idles. `-n 0`: one process.
-parallel=(-n 2 --dist loadfile)
+# answering, so on two cores two at once took about two thirds of the time one after the
+# other did (15 min 8 s serial, 9 min 32 s), and three at once 11% less than two (7 min 34 s
+# against 8 min 30 s, the same tree one after the other, quiet: docs/benchmarks.md). The
+# longest files start first (tests/helpers.py LONG_FILES, ordered by tests/conftest.py), so
+# the run does not end on one of them while the other workers idle. `-n 0`: one process.
+parallel=(-n 3 --dist loadfile)
 for arg in "$@"; do
   case "$arg" in
     -m | -m*) default=() ;;

@@ -65,45 +65,46 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
 PAGES = FIXTURES / "pages"
 # The default run's longest test files (`-m "not slow and not soak"`), longest first, each about
-# 15 s or more on a quiet 2-core machine: most are one to five tests around a whole run. Under
-# scripts/test.sh's two xdist workers these start first and the many short files fill in after
-# them, so the run does not end on one long file while the other worker idles. Ordered by each
-# file's summed test time in a default run (2026-11-29, issue 44 item 7, beside other sessions'
-# load 15-27: figures are relative), after that day's cuts to test_checked_reader and
-# test_hosts. A file renamed here fails tests/unit/test_suite_order.py. test_synth_runwide
-# makes the synthesis run that test_synth_transient and test_synth_count then read (`synthesised`):
-# only it is here, so the other two come late, the run long made, not waiting on its lock.
-# test_task_synthesis moved from first to fourth when its run went from six repeats to three
-# (about a third of its time, measured alone).
+# 10 s or more on a quiet 2-core machine: most are one to five tests around a whole run. Under
+# scripts/test.sh's xdist workers these start first and the many short files fill in after
+# them, so the run does not end on one long file while the other workers idle. Ordered by each
+# file's summed test time in two quiet default runs (2026-11-29, issue 44 item 7: two and three
+# workers, averaged), after test_sites shared one page (75 s to 29). A file renamed here fails
+# tests/unit/test_suite_order.py. test_synth_runwide makes the synthesis run that
+# test_synth_transient and test_synth_count then read (`synthesised`): only it is here, so the
+# other two come late, the run long made, not waiting on its lock.
 LONG_FILES = (
-    "tests/integration/test_training.py",
-    "tests/integration/test_sites.py",
     "tests/integration/test_hosts_hostile.py",
     "tests/integration/test_task_synthesis.py",
-    "tests/integration/test_dashboard.py",
-    "tests/integration/test_output_reach.py",
-    "tests/integration/test_export.py",
-    "tests/integration/test_network_failures.py",
-    "tests/integration/test_security.py",
-    "tests/integration/test_hosts.py",
-    "tests/integration/test_control_names.py",
+    "tests/integration/test_real_pages.py",
     "tests/integration/test_verify_site.py",
+    "tests/integration/test_export.py",
+    "tests/integration/test_hostile.py",
+    "tests/integration/test_walls_consent.py",
+    "tests/integration/test_output_reach.py",
+    "tests/integration/test_security.py",
+    "tests/integration/test_control_names.py",
+    "tests/integration/test_hostile_floods.py",
     "tests/integration/test_synth_runwide.py",
+    "tests/integration/test_sites.py",
+    "tests/integration/test_training.py",
+    "tests/integration/test_network_failures.py",
+    "tests/integration/test_engine_url.py",
+    "tests/integration/test_egress_udp.py",
+    "tests/integration/test_dashboard.py",
+    "tests/integration/test_explore_completes.py",
     "tests/integration/test_engine_garbage.py",
     "tests/integration/test_step_descriptions.py",
-    "tests/integration/test_real_pages.py",
-    "tests/integration/test_walls_consent.py",
-    "tests/integration/test_hostile.py",
-    "tests/integration/test_hostile_floods.py",
-    "tests/integration/test_engine_url.py",
-    "tests/integration/test_verify.py",
     "tests/integration/test_page_memory.py",
-    "tests/unit/test_calibration.py",
-    "tests/integration/test_egress_udp.py",
-    "tests/integration/test_explore_completes.py",
-    "tests/unit/test_capacity.py",
     "tests/integration/test_browser.py",
+    "tests/integration/test_verify.py",
     "tests/integration/test_verify_sealed.py",
+    "tests/integration/test_synth_reword.py",
+    "tests/integration/test_hosts.py",
+    "tests/integration/test_settle_calm.py",
+    "tests/integration/test_stragglers.py",
+    "tests/integration/test_bad_urls.py",
+    "tests/integration/test_scope.py",
 )
 DOCKERFILE = REPO / "deploy" / "Dockerfile"
 TABLES = ("episodes", "steps", "grounding", "rejects")
