@@ -258,3 +258,36 @@ def private_mb(process: psutil.Process, missing: float = 0.0) -> float:
 
 def _plural(count: int) -> str:
     return "its renderer process" if count == 1 else f"its {count} renderer processes"
+
+
+def zygotes(processes: list[psutil.Process]) -> list[int]:
+    """The process ids of Chromium's zygotes among `processes` (`--type=zygote`): on Linux
+    every renderer is forked by one of them."""
+    found = []
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            if "--type=zygote" in process.cmdline():
+                found.append(process.pid)
+    return found
+
+
+def forked(zygote_pids: list[int], listed: list[psutil.Process]) -> list[psutil.Process] | None:
+    """`listed` and the zygotes' children it lacks (a renderer forked since), read from each
+    zygote's /proc/PID/task/PID/children (zygotes are single-threaded: one small file each,
+    where listing the browser's processes anew reads every process's stat on the machine);
+    None when that cannot be read (no zygote known, one gone, a kernel without the file)."""
+    if not zygote_pids:
+        return None
+    known = {p.pid for p in listed}
+    found = list(listed)
+    for pid in zygote_pids:
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as children:
+                pids = [int(child) for child in children.read().split()]
+        except (OSError, ValueError):
+            return None
+        for child in pids:
+            if child not in known:
+                with contextlib.suppress(psutil.Error):
+                    found.append(psutil.Process(child))
+    return found
