@@ -30,7 +30,7 @@ from datagen.browser.failures import BrowserDied
 from datagen.browser.guard import UrlGuard
 from datagen.browser.hostile import PageEvents, harden
 from datagen.browser.launch import find_executable, launch_options
-from datagen.browser.memory import PageMemory, private_mb
+from datagen.browser.memory import PageMemory, forked, private_mb, zygotes
 from datagen.browser.session import CONCURRENT_LOADS, Session
 from datagen.config import BrowserConfig
 
@@ -75,6 +75,7 @@ class BrowserHost:
         self._bound: tuple[float, float] = (-BOUND_EVERY_S, 0.0)  # private_total_mb: (when, MB)
         self._listed: list[psutil.Process] = []  # the processes private_total_mb sums
         self._listed_at = 0.0
+        self._zygotes: list[int] | None = None  # the browser's zygotes (None: not looked for)
         # USS ÷ statm's private resident memory, when measured, over how many processes
         self._uss: tuple[float, float, int] = (-USS_EVERY_S, 1.0, 0)
         self.egress: EgressProxy | None = None
@@ -97,6 +98,7 @@ class BrowserHost:
         executable = find_executable(self.config.executable, own)
         self._main_process = None
         self._listed, self._bound = [], (-BOUND_EVERY_S, 0.0)  # the last browser's: none now
+        self._zygotes = None
         if self.guard is not None:
             # Every connection goes through the egress proxy (Playwright sends loopback there
             # too), and WebRTC sends no UDP, which could not.
@@ -131,12 +133,16 @@ class BrowserHost:
         process walked), so it is read once per USS_EVERY_S; in between, the private resident
         memory from /proc/PID/statm (~0.1 ms a process, 10–25% off USS: pages a renderer still
         shares with the zygote it forked from) is scaled by the last USS ÷ statm ratio, which is
-        measured again sooner when the number of processes changed by a quarter."""
+        measured again sooner when the number of processes changed by a quarter. The processes
+        are those `private_total_mb` lists (one listing, at most `max_age_s` old, shared: a
+        listing costs ~4-6 ms of CPU, psutil reading every process's stat on the machine, and
+        admission asks each 0.5 s while it holds episodes back)."""
         now = time.monotonic()
         when, value = self._memory
         if now - when < max_age_s:
             return value
-        processes = self._browser_processes()
+        self._relisted(max_age_s=max_age_s)
+        processes = list(self._listed)
         private = sum(private_mb(p) for p in processes)
         measured, _, count = self._uss
         if private and (now - measured >= USS_EVERY_S or abs(len(processes) - count) * 4 > count):
@@ -152,10 +158,12 @@ class BrowserHost:
         """The private resident memory of all the browser's processes (statm), read at most
         every BOUND_EVERY_S and shared by its pages: no page holds more, so while this is below
         a page's ceiling its check needs nothing finer (PageMemory). The processes are listed
-        again (~1 ms: psutil reads every process's stat) when `relist` (a page that is new, or
-        navigated to another origin, may have a renderer the list lacks), and at least every
+        again (~4-6 ms: psutil reads every process's stat on the machine) at least every
         RELIST_S (any process Chromium started meanwhile, a renderer it swapped in for a page
-        that stayed on its origin). A listed process that is gone (the renderer of a context
+        that stayed on its origin); when `relist` (a page that is new, or navigated to another
+        origin, may have a renderer the list lacks), the renderers the zygotes forked since
+        join the list (`memory.forked`: a file a zygote), or, where that cannot be read, all
+        are listed again. A listed process that is gone (the renderer of a context
         that closed: one an episode) is dropped; it holds nothing now."""
         now = time.monotonic()
         when, value = self._bound
@@ -205,18 +213,26 @@ class BrowserHost:
         processes (psutil reads every process's stat), and the probe listed on its own once a
         second; a process started since counts from the next listing (its CPU until then is
         left out of one interval, as a process's that started between two probes always was).
-        Not for memory: a new page's renderer must be in `memory_mb` at once."""
+        `memory_mb` shares it too, listed again when older than the figure asked for."""
         self._relisted()
         return list(self._listed)
 
-    def _relisted(self, force: bool = False) -> bool:
-        """List the browser's processes again when `force`, when none are listed, or when the
-        list is RELIST_S old; whether it did."""
+    def _relisted(self, force: bool = False, max_age_s: float = RELIST_S) -> bool:
+        """List the browser's processes again when none are listed, or when the list is
+        `max_age_s` (at most RELIST_S) old; when `force`, at least add what its zygotes forked
+        since (`memory.forked`; all listed again where that cannot be read). Whether it did."""
         now = time.monotonic()
-        if force or not self._listed or now - self._listed_at >= RELIST_S:
-            self._listed, self._listed_at = self._browser_processes(), now
-            return True
-        return False
+        if self._listed and now - self._listed_at < min(max_age_s, RELIST_S):
+            if not force:
+                return False
+            found = forked(self._zygotes or [], self._listed)  # a new page's renderer
+            if found is not None:
+                self._listed = found
+                return True
+        self._listed, self._listed_at = self._browser_processes(), now
+        if self._zygotes is None and self._listed:  # started with the browser: looked for once
+            self._zygotes = zygotes(self._listed)
+        return True
 
     def _browser_processes(self) -> list[psutil.Process]:
         """This host's Chromium: the process whose command line carries our marker switch

@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import logging
 import math
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -54,6 +55,8 @@ KILL_WAIT_S = 1.0  # a kill waits this long for a trace to end, then for its pro
 HEAP_TIMEOUT_S = 2.0  # the fallback's CDP command waits while a script holds the page
 TRACE_CATEGORIES = "-*,disabled-by-default-devtools.timeline"  # holds TracingStartedInBrowser
 MB = 2**20
+STATM = os.path.exists("/proc/self/statm")  # Linux: private_mb reads the file itself
+PAGE = os.sysconf("SC_PAGE_SIZE") if STATM else 4096
 
 
 class PageMemoryExceeded(Exception):
@@ -248,7 +251,24 @@ def _renderer(process: psutil.Process) -> bool:
 def private_mb(process: psutil.Process, missing: float = 0.0) -> float:
     """Resident memory not shared with other processes or backed by files (statm: resident
     minus shared; within a few MB of USS, at a thousandth of its cost); `missing` for a process
-    that is gone."""
+    that is gone. Read from the file itself where there is one (~9 µs, psutil's memory_info
+    ~24: the pages' watchers read every process of the browser up to ten times a second)."""
+    fd = -1
+    if STATM:
+        try:
+            fd = os.open(f"/proc/{process.pid}/statm", os.O_RDONLY)
+        except FileNotFoundError:
+            return missing  # gone
+        except OSError:
+            fd = -1  # not ours to read this way: psutil says why
+    if fd >= 0:
+        try:
+            fields = os.read(fd, 256).split()
+            return (int(fields[1]) - int(fields[2])) * PAGE / MB
+        except (OSError, ValueError, IndexError):
+            return missing  # exited between open and read
+        finally:
+            os.close(fd)
     try:
         info = process.memory_info()
     except psutil.Error:
@@ -258,3 +278,36 @@ def private_mb(process: psutil.Process, missing: float = 0.0) -> float:
 
 def _plural(count: int) -> str:
     return "its renderer process" if count == 1 else f"its {count} renderer processes"
+
+
+def zygotes(processes: list[psutil.Process]) -> list[int]:
+    """The process ids of Chromium's zygotes among `processes` (`--type=zygote`): on Linux
+    every renderer is forked by one of them."""
+    found = []
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            if "--type=zygote" in process.cmdline():
+                found.append(process.pid)
+    return found
+
+
+def forked(zygote_pids: list[int], listed: list[psutil.Process]) -> list[psutil.Process] | None:
+    """`listed` and the zygotes' children it lacks (a renderer forked since), read from each
+    zygote's /proc/PID/task/PID/children (zygotes are single-threaded: one small file each,
+    where listing the browser's processes anew reads every process's stat on the machine);
+    None when that cannot be read (no zygote known, one gone, a kernel without the file)."""
+    if not zygote_pids:
+        return None
+    known = {p.pid for p in listed}
+    found = list(listed)
+    for pid in zygote_pids:
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as children:
+                pids = [int(child) for child in children.read().split()]
+        except (OSError, ValueError):
+            return None
+        for child in pids:
+            if child not in known:
+                with contextlib.suppress(psutil.Error):
+                    found.append(psutil.Process(child))
+    return found
