@@ -181,7 +181,7 @@ class PageMemory:
             self._traced = time.monotonic()
         # only renderers: whatever a trace says, the browser's own, GPU or utility processes
         # are never this page's to measure or kill
-        self._renderers = [p for p in self._ours() if p.pid in pids and _renderer(p)]
+        self._renderers = [p for p in self._ours() if p.pid in pids and _of_type(p, "renderer")]
 
     async def _stop(self) -> None:
         """Kill the page's renderers (its memory is given back at once, whatever its main
@@ -240,10 +240,10 @@ async def _frame_pids(cdp: CDPSession) -> set[int]:
     return {int(f["processId"]) for f in frames if f.get("processId")}
 
 
-def _renderer(process: psutil.Process) -> bool:
-    """A Chromium renderer process (`--type=renderer` on its command line)."""
+def _of_type(process: psutil.Process, kind: str) -> bool:
+    """A Chromium process of `kind` (`--type=KIND` on its command line); False when gone."""
     try:
-        return "--type=renderer" in process.cmdline()
+        return f"--type={kind}" in process.cmdline()
     except psutil.Error:
         return False
 
@@ -253,22 +253,21 @@ def private_mb(process: psutil.Process, missing: float = 0.0) -> float:
     minus shared; within a few MB of USS, at a thousandth of its cost); `missing` for a process
     that is gone. Read from the file itself where there is one (~9 µs, psutil's memory_info
     ~24: the pages' watchers read every process of the browser up to ten times a second)."""
-    fd = -1
     if STATM:
         try:
             fd = os.open(f"/proc/{process.pid}/statm", os.O_RDONLY)
         except FileNotFoundError:
             return missing  # gone
         except OSError:
-            fd = -1  # not ours to read this way: psutil says why
-    if fd >= 0:
-        try:
-            fields = os.read(fd, 256).split()
-            return (int(fields[1]) - int(fields[2])) * PAGE / MB
-        except (OSError, ValueError, IndexError):
-            return missing  # exited between open and read
-        finally:
-            os.close(fd)
+            pass  # not ours to read this way: psutil says why
+        else:
+            try:
+                fields = os.read(fd, 256).split()
+                return (int(fields[1]) - int(fields[2])) * PAGE / MB
+            except (OSError, ValueError, IndexError):
+                return missing  # exited between open and read
+            finally:
+                os.close(fd)
     try:
         info = process.memory_info()
     except psutil.Error:
@@ -283,12 +282,7 @@ def _plural(count: int) -> str:
 def zygotes(processes: list[psutil.Process]) -> list[int]:
     """The process ids of Chromium's zygotes among `processes` (`--type=zygote`): on Linux
     every renderer is forked by one of them."""
-    found = []
-    for process in processes:
-        with contextlib.suppress(psutil.Error):
-            if "--type=zygote" in process.cmdline():
-                found.append(process.pid)
-    return found
+    return [process.pid for process in processes if _of_type(process, "zygote")]
 
 
 def forked(zygote_pids: list[int], listed: list[psutil.Process]) -> list[psutil.Process] | None:
