@@ -12,8 +12,11 @@ How: the episode's actions that went through (no action error: a step not taken,
 led off the scope and was undone, is left out from the start) are replayed from the start URL
 on a browser context of the same worker as new as a fresh one (sandbox.py: one context for
 all of an episode's replays, wiped between them; its consent dialog answered as the episode's
-was), each after the page settles, and the check is asked at the end. First the last action
-alone (most explore successes are one click); else the shortest passing suffix: the last 2,
+was), each after the page settles, and the check is asked at the end. An episode of one
+action needs no replay: the episode itself proved it (its check failed on the start page and
+passed after the action; a replay of it would be the episode again, and its path the
+episode's own screens). Else first the last action alone (most explore successes are one
+click); else the shortest passing suffix: the last 2,
 3, 6, 12, … actions, the whole episode last (does the success reproduce at all?), then a
 binary search ("the last steps did it" costs a few replays, not a search over the whole
 episode); then delta debugging (Zeller's ddmin, on complements) drops steps of that suffix
@@ -201,12 +204,13 @@ async def _search(
     if not steps:  # solved by its done alone: the check passed at the start (a task reject)
         result.status = "minimal"
         return
+    if len(steps) == 1:  # the episode proved it: the check failed at the start, passed after
+        result.kept = result.proven = set(steps)
+        result.status = "full"
+        return
     if await replayer.passes(steps[-1:]):  # the empty set fails: the last one is needed
         result.kept = result.proven = set(steps[-1:])
         result.status = "full"
-        return
-    if len(steps) == 1:
-        result.note = _not_reproduced(replayer, "its action")
         return
 
     def stop() -> str | None:

@@ -54,6 +54,13 @@ def flags(result: Verdict, n: int) -> list[Any]:
     return [_flag(status, result, i, False) for i in range(n)]
 
 
+def test_an_episode_of_one_action_is_its_own_proof() -> None:
+    # its check failed on the start page and passed after the action: no replay could say more
+    result, rule = search(lambda s: 0 in s, 1)
+    assert (result.status, result.kept, result.proven, rule.replays) == ("full", {0}, {0}, 0)
+    assert flags(result, 1) == [True]
+
+
 def test_the_last_step_alone_is_one_replay() -> None:
     result, rule = search(lambda s: 9 in s, 10)
     assert (result.status, result.kept, rule.replays) == ("full", {9}, 1)
