@@ -114,8 +114,10 @@ PROCESS_KINDS = {
 
 
 def kind(cmdline: list[str]) -> str:
-    """What a process is, from its command line."""
+    """What a process is, from its command line (none: one that exited before it was seen)."""
     line = " ".join(cmdline)
+    if not line:
+        return "exited before seen"
     if "chrom" in line:
         return next(
             (name for flag, name in PROCESS_KINDS.items() if flag in line), "chromium browser"
@@ -174,7 +176,11 @@ class ProcessCpu:
             try:
                 with process.oneshot():  # the kind each time: a forked renderer first shows
                     times = process.cpu_times()  # its zygote's command line
-                    name = kind(process.cmdline())
+                    line = process.cmdline()
+                # a process exiting (not yet a zombie) shows no command line: the kind it had
+                # (a closed page's renderer was counted as the driver's Python)
+                seen = self._last.get(process.pid)
+                name = seen[0] if not line and seen is not None else kind(line)
                 readings[process.pid] = (name, float(times.user + times.system))
             except psutil.Error:
                 continue
