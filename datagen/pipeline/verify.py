@@ -13,9 +13,9 @@ led off the scope and was undone, is left out from the start) are replayed from 
 on a browser context of the same worker as new as a fresh one (sandbox.py: one context for
 all of an episode's replays, wiped between them; its consent dialog answered as the episode's
 was), each after the page settles, and the check is asked at the end. An episode of one
-action needs no replay: the episode itself proved it (its check failed on the start page and
-passed after the action; a replay of it would be the episode again, and its path the
-episode's own screens). Else first the last action alone (most explore successes are one
+action, none failed, needs no replay: the episode itself proved it (its check failed on the
+start page and passed after the action; a replay of it would be the episode again, and its
+path the episode's own screens). Else first the last action alone (most explore successes are one
 click); else the shortest passing suffix: the last 2,
 3, 6, 12, … actions, the whole episode last (does the success reproduce at all?), then a
 binary search ("the last steps did it" costs a few replays, not a search over the whole
@@ -29,8 +29,9 @@ divergence. A replay passes only if it stays the episode's trajectory: the site 
 nothing the episode did not ask, in its order (router.py), and the task's `fail` check never
 passes; it stops at the first divergence.
 
-Only what a replay proved is said: a step is needed when a replay without it failed, not
-needed when one without it passed, and unknown (`needed = null`) when the search stopped
+Only what a replay proved is said: a step is needed when a replay without it failed (or the
+episode itself showed that: its check was false after the steps before it, every one of which
+went through), not needed when one without it passed, and unknown (`needed = null`) when the search stopped
 before asking (`max_replays`, time). An episode whose every kept step is proven is `minimal`:
 only its needed steps carry the task's instruction. One cut short is `reduced` (its steps give
 step-level samples only), or `not_reproduced` when no replay passed.
@@ -160,6 +161,9 @@ async def _verify(out: EpisodeOutcome, task: TaskSpec, ctx: ShardContext) -> Non
         if s.action_type != "done" and s.action_error is None
     }
     replayer = Replayer(task, ctx.resolve_url(task.start_url), actions, ctx, out)
+    replayer.seen.update(shown_by_episode(sorted(actions)))
+    # every step went through (no error: nothing left out of the replays had an effect)
+    clean = len(actions) == sum(1 for s in out.steps if s.action_type != "done")
     # one budget: what the episode left of run.episode_timeout_s
     left = ctx.config.run.episode_timeout_s - episode.duration_s
     run = ctx.config.run
@@ -169,7 +173,7 @@ async def _verify(out: EpisodeOutcome, task: TaskSpec, ctx: ShardContext) -> Non
     try:
         async with asyncio.timeout(max(left, 0.0)), replayer.watch.watching():
             replayer.watch.started()
-            await _search(replayer, sorted(actions), config, result, left, began)
+            await _search(replayer, sorted(actions), config, result, left, began, clean)
             if result.status == "full":
                 await _observe_path(replayer, result)
             tasks = ctx.config.annotation.tasks
@@ -191,6 +195,22 @@ async def _verify(out: EpisodeOutcome, task: TaskSpec, ctx: ShardContext) -> Non
     _write(out, result, replayer, began)
 
 
+def shown_by_episode(steps: Sequence[int]) -> dict[tuple[int, ...], bool]:
+    """What the episode itself showed of its actions `steps`: its check was asked before each
+    step and was false until the last action had been done, so each prefix of its actions
+    (steps 0..i, every one went through, i before the last) fails, as the empty set does.
+    None after a step that did not go through (an error, a page left and gone back from): its
+    effects are not known. The whole set passed in the episode, but is replayed all the same
+    where the search asks for it: that replay says whether replays reproduce the site at all."""
+    shown: dict[tuple[int, ...], bool] = {}
+    done = set(steps)
+    for i in range(max(steps, default=0)):
+        if i not in done:
+            break
+        shown[tuple(range(i + 1))] = False
+    return shown
+
+
 async def _search(
     replayer: Replayer,
     steps: list[int],
@@ -198,19 +218,24 @@ async def _search(
     result: Verdict,
     left: float,
     began: float,
+    clean: bool = False,
 ) -> None:
-    """The needed steps of actions `steps`, and the verification status, into `result`."""
+    """The needed steps of actions `steps`, and the verification status, into `result`.
+    `clean`: `steps` are all the episode did (none failed)."""
     result.everything = steps
     if not steps:  # solved by its done alone: the check passed at the start (a task reject)
         result.status = "minimal"
         return
-    if len(steps) == 1:  # the episode proved it: the check failed at the start, passed after
+    if len(steps) == 1 and clean:  # the episode showed it: check false at the start, then true
         result.kept = result.proven = set(steps)
         result.status = "full"
         return
     if await replayer.passes(steps[-1:]):  # the empty set fails: the last one is needed
         result.kept = result.proven = set(steps[-1:])
         result.status = "full"
+        return
+    if len(steps) == 1:
+        result.note = _not_reproduced(replayer, "its action")
         return
 
     def stop() -> str | None:

@@ -11,7 +11,7 @@ from typing import Any, cast
 
 from datagen.config import VerifyConfig
 from datagen.pipeline.replay import OBSERVED_UP_TO, Replayer, Screens
-from datagen.pipeline.verify import Verdict, _flag, _search
+from datagen.pipeline.verify import Verdict, _flag, _search, shown_by_episode
 
 
 class Rule:
@@ -40,12 +40,20 @@ class Rule:
         return self.seen[key]
 
 
-def search(solves: Callable[[set[int]], bool], n: int, budget: int = 12) -> tuple[Verdict, Rule]:
+def search(
+    solves: Callable[[set[int]], bool], n: int, budget: int = 12, shown: bool = False
+) -> tuple[Verdict, Rule]:
+    """`shown`: the episode's n steps all went through, and what it showed is known (its
+    prefixes failed) as `_verify` tells the search."""
     rule = Rule(solves)
     result = Verdict()
     config = VerifyConfig(max_replays=budget)
     replayer = cast(Replayer, rule)
-    asyncio.run(_search(replayer, list(range(n)), config, result, 1e9, time.perf_counter()))
+    steps = list(range(n))
+    if shown:
+        rule.seen.update(shown_by_episode(steps))
+    began = time.perf_counter()
+    asyncio.run(_search(replayer, steps, config, result, 1e9, began, clean=shown))
     return result, rule
 
 
@@ -56,9 +64,26 @@ def flags(result: Verdict, n: int) -> list[Any]:
 
 def test_an_episode_of_one_action_is_its_own_proof() -> None:
     # its check failed on the start page and passed after the action: no replay could say more
-    result, rule = search(lambda s: 0 in s, 1)
+    result, rule = search(lambda s: 0 in s, 1, shown=True)
     assert (result.status, result.kept, result.proven, rule.replays) == ("full", {0}, {0}, 0)
     assert flags(result, 1) == [True]
+    # a step that failed came with it: the action alone is replayed (and may not reproduce)
+    result, rule = search(lambda s: False, 1)
+    assert (result.status, rule.replays) == ("not_reproduced", 1)
+
+
+def test_what_the_episode_showed_is_not_replayed_again() -> None:
+    # steps 0, 1 then 2 went through, the check false before each: each prefix fails
+    assert shown_by_episode([0, 1, 2]) == {(0,): False, (0, 1): False}
+    assert shown_by_episode([0, 1, 3, 4]) == {(0,): False, (0, 1): False}  # step 2 failed
+    assert shown_by_episode([1, 2]) == {} and shown_by_episode([0]) == {}
+    # entering text (field, text, Enter) was the whole episode: the last 1, 2, 3 steps, then
+    # each step left out once, but for the last (0 and 1 alone is what the episode showed)
+    result, rule = search(lambda s: {0, 1, 2} <= s, 3, shown=True)
+    assert result.status == "full" and result.kept == result.proven == {0, 1, 2}
+    assert rule.asked == [(2,), (1, 2), (0, 1, 2), (0, 2)]
+    _, before = search(lambda s: {0, 1, 2} <= s, 3)
+    assert before.asked == [*rule.asked, (0, 1)]
 
 
 def test_the_last_step_alone_is_one_replay() -> None:
