@@ -20,7 +20,7 @@ click); else the shortest passing suffix: the last 2,
 3, 6, 12, … actions, the whole episode last (does the success reproduce at all?), then a
 binary search ("the last steps did it" costs a few replays, not a search over the whole
 episode); then delta debugging (Zeller's ddmin, on complements) drops steps of that suffix
-while the check still passes. A replay is observed as it goes (its screens: the path's
+while the check still passes (narrow.py). A replay is observed as it goes (its screens: the path's
 samples) only where a pass would likely end the search (a short one), never a proof, which
 should fail: a screen no sample shows is not taken. A
 replay acts on elements, not pixels: a click finds the episode's element (role, name, its
@@ -53,13 +53,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pydantic import TypeAdapter
 
 from datagen.config import VerifyConfig
 from datagen.pipeline.context import ShardContext
+from datagen.pipeline.narrow import minimal, prove, shown_by_episode, suffix
 from datagen.pipeline.recording import discard_recording
 from datagen.pipeline.replay import Replayer, Screens
 from datagen.pipeline.rows import EpisodeOutcome
@@ -68,38 +68,6 @@ from datagen.pipeline.synthesis import synthesise
 from datagen.records import Action, RejectReason, TaskSpec
 
 ACTION: TypeAdapter[Action] = TypeAdapter(Action)
-
-
-async def minimal(
-    replayer: Replayer,
-    steps: list[int],
-    stop: Callable[[], str | None],
-    fixed: Sequence[int] = (),
-) -> tuple[list[int], str | None]:
-    """The steps left after ddmin (complements only; `fixed` steps are in every replay), and
-    why it stopped early (None: it finished). `fixed` + `steps` must pass. `stop` is asked
-    before each replay: a reason to stop, or None."""
-    current, n = list(steps), 2
-    while len(current) >= 2:
-        size = -(-len(current) // n)
-        chunks = [current[i : i + size] for i in range(0, len(current), size)]
-        for chunk in chunks:
-            rest = [s for s in current if s not in chunk]
-            why = stop()
-            if why is not None:
-                return current, why
-            # a complement mostly fails (the suffix's steps are mostly needed): observed only
-            # when short, where a failure wastes a screen or two and a pass saves the path a
-            # replay of its own
-            likely = len(fixed) + len(rest) <= 2
-            if await replayer.passes([*fixed, *rest], likely=likely):
-                current, n = rest, max(n - 1, 2)
-                break
-        else:
-            if n >= len(current):
-                break
-            n = min(len(current), 2 * n)
-    return current, None
 
 
 @dataclass
@@ -195,22 +163,6 @@ async def _verify(out: EpisodeOutcome, task: TaskSpec, ctx: ShardContext) -> Non
     _write(out, result, replayer, began)
 
 
-def shown_by_episode(steps: Sequence[int]) -> dict[tuple[int, ...], bool]:
-    """What the episode itself showed of its actions `steps`: its check was asked before each
-    step and was false until the last action had been done, so each prefix of its actions
-    (steps 0..i, every one went through, i before the last) fails, as the empty set does.
-    None after a step that did not go through (an error, a page left and gone back from): its
-    effects are not known. The whole set passed in the episode, but is replayed all the same
-    where the search asks for it: that replay says whether replays reproduce the site at all."""
-    shown: dict[tuple[int, ...], bool] = {}
-    done = set(steps)
-    for i in range(max(steps, default=0)):
-        if i not in done:
-            break
-        shown[tuple(range(i + 1))] = False
-    return shown
-
-
 async def _search(
     replayer: Replayer,
     steps: list[int],
@@ -246,7 +198,7 @@ async def _search(
             return "the time left (run.episode_timeout_s) would not hold another replay"
         return None
 
-    start, stopped = await _suffix(replayer, steps, stop)
+    start, stopped = await suffix(replayer, steps, stop)
     if start is None:  # not even all of them passed: nothing to say of its steps
         if stopped is None:
             result.note = _not_reproduced(replayer, "all its actions")
@@ -258,7 +210,7 @@ async def _search(
         rest, stopped = await minimal(replayer, kept[1:], stop, fixed=kept[:1])
         kept = kept[:1] + rest
     if stopped is None:
-        kept, stopped = await _prove(replayer, kept, stop)
+        kept, stopped = await prove(replayer, kept, stop)
     result.kept = set(kept)
     result.settle(replayer, stopped)
 
@@ -267,66 +219,6 @@ def _not_reproduced(replayer: Replayer, what: str) -> str:
     """The note of an episode no replay reproduced: the last divergence, if there was one."""
     why = "; ".join(replayer.divergences[-1:]) or "its check did not pass again"
     return f"a replay of {what} on a fresh context did not reproduce: {why}"
-
-
-async def _suffix(
-    replayer: Replayer, steps: list[int], stop: Callable[[], str | None]
-) -> tuple[int | None, str | None]:
-    """Where the shortest passing suffix starts (None when not even all the actions passed),
-    and why it stopped early. The last 2, 3, 6, 12, … actions, then all of them, until one
-    passes; then a binary search between the last that failed and it. Explore's successes are
-    mostly its last few steps: a few short replays, where a replay of the whole episode and
-    ddmin over it take many long ones. Why 3 before doubling: entering text is three steps
-    (the field clicked, the text typed, Enter or a button), found in 3 replays, not 4.
-
-    A suffix is observed as it is replayed only where its pass would end the search (the one
-    after it failed) and it is not the whole episode (whose path has the episode's screens)."""
-    failed, size = 1, 2  # the last action alone failed
-    while True:
-        size = min(size, len(steps))
-        why = stop()
-        if why is not None:
-            return None, why
-        likely = size == failed + 1 and size < len(steps)
-        if await replayer.passes(steps[-size:], likely=likely):
-            break
-        if size == len(steps):
-            return None, None
-        failed, size = size, 3 if size == 2 else size * 2
-    while size - failed > 1:  # steps[-size:] passes, steps[-failed:] does not
-        middle = (size + failed) // 2
-        why = stop()
-        if why is not None:
-            return len(steps) - size, why
-        if await replayer.passes(steps[-middle:], likely=middle == failed + 1):
-            size = middle
-        else:
-            failed = middle
-    return len(steps) - size, None
-
-
-async def _prove(
-    replayer: Replayer, kept: list[int], stop: Callable[[], str | None]
-) -> tuple[list[int], str | None]:
-    """`kept` with every step proven: each left out once from the final set (a replay the
-    search has not made yet is made now; one that passes drops its step)."""
-    changed = True
-    while changed and len(kept) > 1:
-        changed = False
-        for step in kept:
-            rest = [s for s in kept if s != step]
-            if tuple(rest) in replayer.seen:
-                if replayer.seen[tuple(rest)]:
-                    kept, changed = rest, True
-                    break
-                continue
-            why = stop()
-            if why is not None:
-                return kept, why
-            if await replayer.passes(rest, likely=False):  # a proof: it should fail
-                kept, changed = rest, True
-                break
-    return kept, None
 
 
 async def _observe_path(replayer: Replayer, result: Verdict) -> None:

@@ -10,8 +10,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from datagen.config import VerifyConfig
+from datagen.pipeline.narrow import shown_by_episode
 from datagen.pipeline.replay import OBSERVED_UP_TO, Replayer, Screens
-from datagen.pipeline.verify import Verdict, _flag, _search, shown_by_episode
+from datagen.pipeline.verify import Verdict, _flag, _search
 
 
 class Rule:
