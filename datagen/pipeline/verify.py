@@ -10,31 +10,30 @@ only to the steps shown needed here (annotation.verify).
 
 How: the episode's actions that went through (no action error: a step not taken, or one that
 led off the scope and was undone, is left out from the start) are replayed from the start URL
-on a browser context of the same worker as new as a fresh one (sandbox.py: one context for
-all of an episode's replays, wiped between them; its consent dialog answered as the episode's
-was), each after the page settles, and the check is asked at the end. An episode of one
-action, none failed, needs no replay: the episode itself proved it (its check failed on the
-start page and passed after the action; a replay of it would be the episode again, and its
-path the episode's own screens). Else first the last action alone (most explore successes are one
-click); else the shortest passing suffix: the last 2,
-3, 6, 12, … actions, the whole episode last (does the success reproduce at all?), then a
-binary search ("the last steps did it" costs a few replays, not a search over the whole
-episode); then delta debugging (Zeller's ddmin, on complements) drops steps of that suffix
-while the check still passes (narrow.py). A replay is observed as it goes (its screens: the path's
-samples) only where a pass would likely end the search (a short one), never a proof, which
-should fail: a screen no sample shows is not taken. A
-replay acts on elements, not pixels: a click finds the episode's element (role, name, its
-position among equals) on the replay's own page and clicks it where it is now; not found is a
-divergence. A replay passes only if it stays the episode's trajectory: the site is asked
-nothing the episode did not ask, in its order (router.py), and the task's `fail` check never
-passes; it stops at the first divergence.
+on a browser context of the same worker as new as a fresh one (sandbox.py: one context for all
+of an episode's replays, wiped between them; its consent dialog answered as the episode's was),
+each after the page settles, and the check is asked at the end. An episode of one action, none
+failed, needs no replay: the episode itself proved it (its check failed on the start page and
+passed after the action; a replay of it would be the episode again, and its path the episode's
+own screens). Else first the last action alone (most explore successes are one click); else the
+shortest passing suffix: the last 2, 3, 6, 12, … actions, the whole episode last (does the
+success reproduce at all?), then a binary search ("the last steps did it" costs a few replays,
+not a search over the whole episode); then delta debugging (Zeller's ddmin, on complements)
+drops steps of that suffix while the check still passes (narrow.py). A replay is observed as it
+goes (its screens: the path's samples) only where a pass would likely end the search (a short
+one), never a proof, which should fail: a screen no sample shows is not taken. A replay acts on
+elements, not pixels: a click finds the episode's element (role, name, its position among
+equals) on the replay's own page and clicks it where it is now; not found is a divergence. A
+replay passes only if it stays the episode's trajectory: the site is asked nothing the episode
+did not ask, in its order (router.py), and the task's `fail` check never passes; it stops at
+the first divergence.
 
 Only what a replay proved is said: a step is needed when a replay without it failed (or the
 episode itself showed that: its check was false after the steps before it, every one of which
-went through), not needed when one without it passed, and unknown (`needed = null`) when the search stopped
-before asking (`max_replays`, time). An episode whose every kept step is proven is `minimal`:
-only its needed steps carry the task's instruction. One cut short is `reduced` (its steps give
-step-level samples only), or `not_reproduced` when no replay passed.
+went through), not needed when one without it passed, and unknown (`needed = null`) when the
+search stopped before asking (`max_replays`, time). An episode whose every kept step is proven
+is `minimal`: only its needed steps carry the task's instruction. One cut short is `reduced`
+(its steps give step-level samples only), or `not_reproduced` when no replay passed.
 
 A replay is an experiment on our side only, sealed: its requests are answered from the
 episode's own recorded traffic or refused (router.py), and its context's only connection out
