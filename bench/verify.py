@@ -122,8 +122,8 @@ def verification_figures(episodes: list[Row]) -> Row:
     verify)), replays per verified episode, and episodes by verification status."""
     verify_s = sum((e["verify_ms"] or 0.0) for e in episodes) / 1000
     session_s = sum(e["duration_s"] for e in episodes) + verify_s
-    verified = [e for e in episodes if e["verify_replays"]]
-    replays = sum(e["verify_replays"] for e in verified)
+    verified = [e for e in episodes if e["verification"]]  # some need no replay (one action)
+    replays = sum(e["verify_replays"] or 0 for e in verified)
     return {
         "session_s": round(session_s, 2),
         "verify_s": round(verify_s, 2),

@@ -291,12 +291,13 @@ def verification_line(
     verified: int = 0,
 ) -> str:
     """Replay verification's share of the browser sessions' time, its replays (per verified
-    episode), what they sent to the network and what was refused; "" when nothing was
-    verified. `network` and `refused`: requests by 'METHOD host', summed over every shard."""
-    if not replays or session_s <= 0:
+    episode: some need none), what they sent to the network and what was refused; "" when
+    nothing was verified. `network` and `refused`: requests by 'METHOD host', summed over
+    every shard."""
+    if not (replays or verified) or session_s <= 0:
         return ""
     sent = ", ".join(f"{k} {n}" for k, n in sorted(network.items())) or "nothing"
-    each = f" for {verified} solved episodes ({replays / verified:.1f} each)" if verified else ""
+    each = f" for {verified} verified episodes ({replays / verified:.1f} each)" if verified else ""
     stopped = sum((refused or {}).values())
     shown = ", ".join(f"{k} {n}" for k, n in sorted((refused or {}).items())[:6])
     return (

@@ -140,5 +140,5 @@ def verification_figures(episodes: list[EpisodeRow]) -> dict[str, Any]:
         "replays": sum((e.verify_replays or 0) for e in episodes),
         "replay_network": counted(line for e in episodes for line in e.verify_network),
         "replay_refused": counted(line for e in episodes for line in e.verify_aborted),
-        "verified": sum(1 for e in episodes if e.verify_replays),
+        "verified": sum(1 for e in episodes if e.verification is not None),
     }

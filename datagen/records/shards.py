@@ -56,7 +56,11 @@ class ShardResult(Frozen):
         default_factory=dict,
         description="what those replays tried to send and were refused, by 'METHOD host'",
     )
-    verified: int = Field(0, description="solved episodes verified (replayed at least once)")
+    verified: int = Field(
+        0,
+        description="solved episodes verified (replayed, or one action proven by the episode "
+        "itself)",
+    )
     synth_s: float = Field(
         0.0,
         description="of session_s, task synthesis's (annotation.tasks): its replays' time",

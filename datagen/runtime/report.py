@@ -315,6 +315,7 @@ def verification_figures(storage: Storage) -> str:
     """The report's verification line, from the committed episodes ("" when it cannot say:
     none verified, or an output of schema < 1.4 without the columns)."""
     columns = ["duration_s", "verify_ms", "verify_replays", "verify_network", "verify_aborted"]
+    columns.append("verification")
     try:
         table = [
             r for _, part in iter_committed(storage, "episodes", columns) for r in part.to_pylist()
@@ -327,5 +328,5 @@ def verification_figures(storage: Storage) -> str:
     refused = counted(line for r in table for line in r["verify_aborted"] or [])
     session_s = sum(r["duration_s"] for r in table) + verify_s
     replays = sum((r["verify_replays"] or 0) for r in table)
-    verified = sum(1 for r in table if r["verify_replays"])
+    verified = sum(1 for r in table if r["verification"] is not None)
     return verification_line(session_s, verify_s, replays, network, refused, verified)

@@ -91,6 +91,10 @@ def test_plan_and_summary_say_what_verification_does(tmp_path: Path) -> None:
     summary = verification_line(100.0, 20.0, 7, {"GET example.com": 3})
     assert summary.startswith("verification: 20.0% of session time (20.0 of 100.0 s), 7")
     assert "GET example.com 3" in summary
+    # episodes of one action are verified by the episode itself: counted, with no replay
+    mixed = verification_line(100.0, 20.0, 7, {}, verified=10)
+    assert "7 replays for 10 verified episodes (0.7 each)" in mixed
+    assert "0 replays for 2 verified episodes" in verification_line(100.0, 0.0, 0, {}, verified=2)
 
 
 def test_volatile_values_match_and_other_values_do_not(tmp_path: Path) -> None:
