@@ -45,14 +45,20 @@ async def minimal(
     return current, None
 
 
-def shown_by_episode(steps: Sequence[int]) -> dict[tuple[int, ...], bool]:
-    """What the episode itself showed of its actions `steps`: its check was asked before each
-    step and was false until the last action had been done, so each prefix of its actions
-    (steps 0..i, every one went through, i before the last) fails, as the empty set does.
-    None after a step that did not go through (an error, a page left and gone back from): its
-    effects are not known. The whole set passed in the episode, but is replayed all the same
-    where the search asks for it: that replay says whether replays reproduce the site at all."""
+def shown_by_episode(steps: Sequence[int], taken: int) -> dict[tuple[int, ...], bool]:
+    """What the episode itself showed of its actions `steps` (of the `taken` steps it acted
+    in, done aside): its check was asked before each step and was false until the last action
+    had been done, so each prefix of its actions (steps 0..i, every one went through, i before
+    the last) fails, as the empty set does. None after a step that did not go through (an
+    error, a page left and gone back from): its effects are not known.
+
+    The whole set passed in the episode. A single action that is all the episode did (none
+    failed) passes without a replay: the replay would be the episode again. A longer set is
+    replayed where the search asks for it: that replay says whether replays reproduce the site
+    at all, which every step called needed for a failing replay leans on."""
     shown: dict[tuple[int, ...], bool] = {}
+    if len(steps) == 1 and taken == 1:
+        shown[tuple(steps)] = True
     done = set(steps)
     for i in range(max(steps, default=0)):
         if i not in done:

@@ -128,9 +128,8 @@ async def _verify(out: EpisodeOutcome, task: TaskSpec, ctx: ShardContext) -> Non
         if s.action_type != "done" and s.action_error is None
     }
     replayer = Replayer(task, ctx.resolve_url(task.start_url), actions, ctx, out)
-    replayer.seen.update(shown_by_episode(sorted(actions)))
-    # every step went through (no error: nothing left out of the replays had an effect)
-    clean = len(actions) == sum(1 for s in out.steps if s.action_type != "done")
+    taken = sum(1 for s in out.steps if s.action_type != "done")
+    replayer.seen.update(shown_by_episode(sorted(actions), taken))
     # one budget: what the episode left of run.episode_timeout_s
     left = ctx.config.run.episode_timeout_s - episode.duration_s
     run = ctx.config.run
@@ -140,7 +139,7 @@ async def _verify(out: EpisodeOutcome, task: TaskSpec, ctx: ShardContext) -> Non
     try:
         async with asyncio.timeout(max(left, 0.0)), replayer.watch.watching():
             replayer.watch.started()
-            await _search(replayer, sorted(actions), config, result, left, began, clean)
+            await _search(replayer, sorted(actions), config, result, left, began)
             if result.status == "full":
                 await _observe_path(replayer, result)
             tasks = ctx.config.annotation.tasks
@@ -169,19 +168,15 @@ async def _search(
     result: Verdict,
     left: float,
     began: float,
-    clean: bool = False,
 ) -> None:
-    """The needed steps of actions `steps`, and the verification status, into `result`.
-    `clean`: `steps` are all the episode did (none failed)."""
+    """The needed steps of actions `steps`, and the verification status, into `result`."""
     result.everything = steps
     if not steps:  # solved by its done alone: the check passed at the start (a task reject)
         result.status = "minimal"
         return
-    if len(steps) == 1 and clean:  # the episode showed it: check false at the start, then true
-        result.kept = result.proven = set(steps)
-        result.status = "full"
-        return
-    if await replayer.passes(steps[-1:]):  # the empty set fails: the last one is needed
+    # the empty set fails: the last one is needed (one action all the episode did passes
+    # without a replay: `seen` holds what the episode showed)
+    if await replayer.passes(steps[-1:]):
         result.kept = result.proven = set(steps[-1:])
         result.status = "full"
         return

@@ -52,9 +52,8 @@ def search(
     replayer = cast(Replayer, rule)
     steps = list(range(n))
     if shown:
-        rule.seen.update(shown_by_episode(steps))
-    began = time.perf_counter()
-    asyncio.run(_search(replayer, steps, config, result, 1e9, began, clean=shown))
+        rule.seen.update(shown_by_episode(steps, n))
+    asyncio.run(_search(replayer, steps, config, result, 1e9, time.perf_counter()))
     return result, rule
 
 
@@ -75,9 +74,12 @@ def test_an_episode_of_one_action_is_its_own_proof() -> None:
 
 def test_what_the_episode_showed_is_not_replayed_again() -> None:
     # steps 0, 1 then 2 went through, the check false before each: each prefix fails
-    assert shown_by_episode([0, 1, 2]) == {(0,): False, (0, 1): False}
-    assert shown_by_episode([0, 1, 3, 4]) == {(0,): False, (0, 1): False}  # step 2 failed
-    assert shown_by_episode([1, 2]) == {} and shown_by_episode([0]) == {}
+    assert shown_by_episode([0, 1, 2], 3) == {(0,): False, (0, 1): False}
+    assert shown_by_episode([0, 1, 3, 4], 5) == {(0,): False, (0, 1): False}  # step 2 failed
+    assert shown_by_episode([1, 2], 3) == {}
+    # one action, all the episode did: it passed; with a failed step beside it, not known
+    assert shown_by_episode([0], 1) == {(0,): True}
+    assert shown_by_episode([0], 2) == {} and shown_by_episode([1], 2) == {}
     # entering text (field, text, Enter) was the whole episode: the last 1, 2, 3 steps, then
     # each step left out once, but for the last (0 and 1 alone is what the episode showed)
     result, rule = search(lambda s: {0, 1, 2} <= s, 3, shown=True)
