@@ -268,9 +268,12 @@ def run_datagen(pipeline: Path, out: Path, timeout_s: float = 1200) -> Run:
     """`datagen run` as a subprocess; its "Dask dashboard" line marks the browsers up."""
     began = time.time()
     cmd = [sys.executable, "-m", "datagen", "run", str(pipeline), "--output", str(out)]
+    # compiled modules kept, as a user's Python keeps them (scripts/test.sh says why): with
+    # PYTHONDONTWRITEBYTECODE set, each process compiled what changed since the last write
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, "COLUMNS": "250", "PYTHONUNBUFFERED": "1"},
+        env={**env, "COLUMNS": "250", "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
     started: float | None = None
     busy0, held_by, tail = 0.0, "", list[str]()

@@ -44,6 +44,9 @@ class RunSummary:
     seconds: float = 0.0
     dashboard: str = ""
     report: str = ""  # the run report's location, when one was written
+    # the model's roles measured from the committed output (`roles.run_measures`), read once
+    # for the report and the summary; None: not read yet
+    measures: list[str] | None = None
     # worker-seconds each limit held sessions in flight (engine, cpu, memory, sessions, tasks)
     bound_s: dict[str, float] = field(default_factory=dict)
     workers: WorkerReport = field(default_factory=WorkerReport)  # failed, lost; shards rerun

@@ -125,7 +125,8 @@ def show_summary(console: Console, err_console: Console, summary: RunSummary, ta
             f"dropped {dropped.total} observations ({dropped.share:.1%} of all) on pages "
             f"out of scope, error or blank pages, never data: {reasons} (see run.scope)"
         )
-    for line in run_measures(manifest):  # the model's roles measured, from the output
+    measures = run_measures(manifest) if summary.measures is None else summary.measures
+    for line in measures:  # the model's roles measured, from the output
         console.print(line, highlight=False, markup=False)
     results = summary.results
     line = verification_line(

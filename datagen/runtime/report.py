@@ -163,8 +163,10 @@ def write_report(
     manifest: Manifest,
     steps: dict[str, np.ndarray],
     seconds: float,
+    measures: list[str] | None = None,
 ) -> str:
-    """Render the report into the output; returns its key."""
+    """Render the report into the output; returns its key. `measures`: the roles' lines
+    (`run_measures`), when read already."""
     verification = verification_figures(storage)  # replays' share of session time
     rows = {name: info.rows for name, info in manifest.tables.items()}
     tasks, dropped = manifest.tasks, manifest.steps_dropped
@@ -194,7 +196,7 @@ def write_report(
         *health_divs(timeline),
         *[
             Div(text=f"<p>{escape(line)}</p>", sizing_mode="stretch_width")
-            for line in run_measures(manifest)
+            for line in (run_measures(manifest) if measures is None else measures)
         ],
         *hosts_table(read_hosts(storage)),
         *synthesis_divs(storage),

@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+import pytest
 from rich.console import Console
 
 from datagen.annotate.failure import fail_check, failure_lines
 from datagen.export import export_output, parse_options
 from datagen.export.tasks import chosen, export_tasks
+from datagen.observe import roles
 from datagen.observe.outcome import RunSummary
 from datagen.observe.summary import show_summary
 from datagen.observe.synth import synthesis_html
@@ -287,3 +289,28 @@ def test_two_effects_of_one_demonstration_are_one_task() -> None:
         ("e1", 'Check "Call the dentist"'),
         ("e2", 'Add "Walk the cat" to the list'),
     ]
+
+
+def test_the_roles_are_read_from_the_output_once_for_the_report_and_the_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads: list[str] = []
+    real = roles.read_measures
+
+    def counted(uri: str, endpoint_url: str | None, standin: bool) -> roles.RoleMeasures:
+        reads.append(uri)
+        return real(uri, endpoint_url, standin)
+
+    monkeypatch.setattr(roles, "read_measures", counted)
+    storage = LocalStorage(synth_output(tmp_path))
+    manifest = finalize(storage, [0, 1])
+    summary = RunSummary(manifest=manifest, seconds=1.0)
+    show_summary(Console(file=io.StringIO()), Console(file=io.StringIO()), summary, tasks=2)
+    assert len(reads) == 1  # no lines read yet: the summary reads them
+    summary.measures = ["localizer error vs the DOM box: median 7 px"]
+    console = Console(record=True, width=400)
+    show_summary(console, Console(file=io.StringIO()), summary, tasks=2)
+    key = write_report(storage, Timeline(client=None), manifest, {}, 1.0, summary.measures)
+    assert len(reads) == 1  # the driver's read, not a second or third one
+    assert "localizer error vs the DOM box: median 7 px" in (storage.root / key).read_text()
+    assert "localizer error vs the DOM box: median 7 px" in console.export_text()
