@@ -22,11 +22,7 @@
     }
     return index;
   };
-  const drawnOf = new Map();  // text node -> its drawn box or null (drawnRect is not free)
-  const drawn = (t) => {
-    if (!drawnOf.has(t)) drawnOf.set(t, drawnRect(t));
-    return drawnOf.get(t);
-  };
+  const drawn = drawnRect;  // memoised per scan (drawn.js)
   // Where text box r lies from box b, and how far: above or below (overlapping it
   // horizontally), left or right (overlapping it vertically); '' when it overlaps the box.
   const sideOf = (b, r) => {
