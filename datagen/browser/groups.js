@@ -22,7 +22,6 @@
     }
     return index;
   };
-  const drawn = drawnRect;  // memoised per scan (drawn.js)
   // Where text box r lies from box b, and how far: above or below (overlapping it
   // horizontally), left or right (overlapping it vertically); '' when it overlaps the box.
   const sideOf = (b, r) => {
@@ -47,7 +46,7 @@
     }
     found.sort((x, y) => x.gap - y.gap);
     for (const f of found.slice(0, 24)) {
-      const r = drawn(f.c.t);
+      const r = drawnRect(f.c.t);
       if (!r) continue;
       const [side, gap] = sideOf(b, r);  // as drawn (clipped), the side it is seen on
       if (side) return { text: f.c.text, side, gap };

@@ -44,7 +44,7 @@ from datagen.runtime.tasks import OutputFull, run_shard_task
 from datagen.runtime.workers import WorkerWatch
 from datagen.sink.lease import ShardLeases
 from datagen.sink.manifest import finalize
-from datagen.sink.models import EngineInfo
+from datagen.sink.models import EngineInfo, Manifest
 from datagen.sink.read import read_committed
 from datagen.sink.storage import Storage, output_storage
 from datagen.sink.verify import distrust, verify_output
@@ -206,7 +206,7 @@ def _execute(
     if timeline is not None:
         summary.bound_s = timeline.bound_seconds()
         summary.measures = run_measures(manifest)  # read once, for the report and the summary
-        summary.report = _report(storage, timeline, summary, config.output)
+        summary.report = _report(storage, timeline, manifest, summary, config.output)
     return summary
 
 
@@ -383,15 +383,14 @@ def _resumed(storage: Storage, plan: Plan, skipped: list[int]) -> Resumed:
     return Resumed(shards=len(skipped), ended=ended, episodes=episodes)
 
 
-def _report(storage: Storage, timeline: Timeline, summary: RunSummary, output: Any) -> str:
+def _report(
+    storage: Storage, timeline: Timeline, manifest: Manifest, summary: RunSummary, output: Any
+) -> str:
     """The HTML run report in the output; a failure to write it is logged, never fatal."""
-    assert summary.manifest is not None, "the run's manifest first"
     try:
         dataset = read_committed(output.uri, "steps", output.endpoint_url, list(LATENCIES))
-        latencies, seconds = step_latencies(dataset), summary.seconds
-        key = write_report(
-            storage, timeline, summary.manifest, latencies, seconds, summary.measures
-        )
+        figures = (step_latencies(dataset), summary.seconds, summary.measures)
+        key = write_report(storage, timeline, manifest, *figures)
     except Exception:
         log.warning("run report not written", exc_info=True)
         return ""

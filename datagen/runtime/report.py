@@ -316,8 +316,14 @@ def _section(text: str) -> list[Div]:
 def verification_figures(storage: Storage) -> str:
     """The report's verification line, from the committed episodes ("" when it cannot say:
     none verified, or an output of schema < 1.4 without the columns)."""
-    columns = ["duration_s", "verify_ms", "verify_replays", "verify_network", "verify_aborted"]
-    columns.append("verification")
+    columns = [
+        "duration_s",
+        "verify_ms",
+        "verify_replays",
+        "verify_network",
+        "verify_aborted",
+        "verification",
+    ]
     try:
         table = [
             r for _, part in iter_committed(storage, "episodes", columns) for r in part.to_pylist()
