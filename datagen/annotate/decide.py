@@ -26,6 +26,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from datagen.annotate.words import exact_quote
+
 # the first word of an accessible name that is an instruction ("Add Smart Watch to cart")
 VERBS = frozenset(
     (
@@ -90,16 +92,18 @@ def labelled(name: str, label: str, drawn: Sequence[str]) -> tuple[str, str] | N
     place = pager(said)
     if place is not None:  # a place, not a thing: its number is its drawn name
         return place, name
-    if lower.split()[0] not in VERBS:
+    verb = lower.split()[0]
+    if verb not in VERBS:
         return None
     for part in (p for p in drawn if p):
-        at = _find(part, said)
+        at = _find(part, said[len(verb) :])  # after the verb: a drawn "Add" names no thing
         if at < 0:
             continue
+        at += len(verb)
         end = at + len(part)
         if said[at - 1 : at] == '"' and said[end : end + 1] == '"':
             return said, part  # quoted by the site already (`Delete "Buy milk"`)
-        return f'{said[:at]}"{part}"{said[end:]}', part
+        return f"{said[:at]}{exact_quote(part)}{said[end:]}", part
     return None
 
 

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from datagen.annotate.decide import decides, labelled, pager
+from datagen.annotate.words import exact_quote
 from datagen.records import ElementCheck, ElementState, PageState, SuccessCheck
 from datagen.url import fragment_of, path_of, query_of
 
@@ -220,10 +221,6 @@ def effects(start: PageState, again: PageState, after: PageState) -> list[Effect
     return sorted(kept, key=lambda f: KINDS.index(f.kind))
 
 
-def _quote(name: str) -> str:
-    return f'"{name}"'
-
-
 def _click(act: Act, drawn: Sequence[str], marks: list[str]) -> str | None:
     """A click in words; its accessible name's when that says more (decide.labelled), else
     its drawn name's; None for one of several like elements nothing drawn tells apart. The
@@ -238,8 +235,8 @@ def _click(act: Act, drawn: Sequence[str], marks: list[str]) -> str | None:
         if not act.context:
             return None
         marks.append(act.context)
-        return f"{_click(replace(act, equals=1), (), [])} in {_quote(act.context)}"
-    name = _quote(act.name)
+        return f"{_click(replace(act, equals=1), (), [])} in {exact_quote(act.context)}"
+    name = exact_quote(act.name)
     if act.role == "link":
         return f"open {name}"
     if act.role == "tab":
@@ -264,8 +261,8 @@ def _steps(acts: Sequence[Act], drawn: Sequence[str], marks: list[str]) -> str |
                 return None
             said.append(words)
         elif act.kind == "type":
-            field = f" into {_quote(act.name)}" if act.name else ""
-            said.append(f"type {_quote(act.text)}{field}")
+            field = f" into {exact_quote(act.name)}" if act.name else ""
+            said.append(f"type {exact_quote(act.text)}{field}")
         elif act.kind == "key":
             said.append(f"press {act.text}")
         else:
@@ -281,8 +278,8 @@ def _count(effect: Effect) -> str:
     was, now = COUNTED.fullmatch(effect.was), COUNTED.fullmatch(effect.subject)
     noun = f" {effect.role}" if effect.role in NOUNS else ""
     if was is not None and now is not None and was["words"] == now["words"]:
-        return f"Make {'the ' if noun else ''}{_quote(now['words'])}{noun} show {now['n']}"
-    return f"Make {'the ' if noun else ''}{_quote(effect.was)}{noun} read {_quote(effect.subject)}"
+        return f"Make {'the ' if noun else ''}{exact_quote(now['words'])}{noun} show {now['n']}"
+    return f"Make {'the ' if noun else ''}{exact_quote(effect.was)}{noun} read {exact_quote(effect.subject)}"
 
 
 def instruction(effect: Effect, acts: Sequence[Act]) -> str | None:
@@ -291,7 +288,7 @@ def instruction(effect: Effect, acts: Sequence[Act]) -> str | None:
     without naming what is not shown."""
     last = acts[-1] if acts else Act("other")
     typed = [a.text for a in acts if a.kind == "type" and a.text]
-    subject = _quote(effect.subject)
+    subject = exact_quote(effect.subject)
     if effect.kind == "state" and last.kind == "click" and last.name == effect.subject:
         on = effect.check.element is not None and effect.check.element.state == "checked"
         if effect.role in SWITCHES:
@@ -302,7 +299,7 @@ def instruction(effect: Effect, acts: Sequence[Act]) -> str | None:
     if effect.kind == "count":
         return _count(effect)
     if effect.kind == "value" and effect.check.element is not None:
-        return f"Choose {_quote(effect.check.element.value or '')} in {subject}"
+        return f"Choose {exact_quote(effect.check.element.value or '')} in {subject}"
     if (
         effect.kind == "url"
         and last.kind == "click"
@@ -310,12 +307,12 @@ def instruction(effect: Effect, acts: Sequence[Act]) -> str | None:
         and last.name
         and last.equals == 1
     ):
-        return pager(last.name) or f"Open the {_quote(last.name)} page"
+        return pager(last.name) or f"Open the {exact_quote(last.name)} page"
     if effect.kind in ("appeared", "text") and typed and any(t in effect.subject for t in typed):
         added = next(t for t in typed if t in effect.subject)
         where = " to the list" if effect.role in ("listitem", "checkbox", "row") else ""
         if len(acts) <= 3:
-            return f"Add {_quote(added)}{where}"
+            return f"Add {exact_quote(added)}{where}"
     if effect.kind == "disappeared" and last.kind == "click" and effect.subject == last.name:
         return None  # what was pressed went (or greyed out): that says it was pressed, no more
     marks: list[str] = []

@@ -33,6 +33,16 @@ def quote(text: str) -> str:
     return f'"{flat}"'
 
 
+def exact_quote(text: str) -> str:
+    """`text` quoted as it is, for a task's instruction (tasks.py, decide.py): what it says to
+    type must be what the demonstration types, so nothing in it is rewritten or cut. Double
+    quotes; single ones around a text with a `"` in it (`type 'Say "hi"'`), curly ones around
+    a text with both."""
+    if '"' not in text:
+        return f'"{text}"'
+    return f"'{text}'" if "'" not in text else f"\u201c{text}\u201d"
+
+
 NUMBERS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
 
 

@@ -115,6 +115,32 @@ def test_the_pure_parts() -> None:
     assert not decides("Chloe Mensah 5", "Go to page 5", [])  # a bare number names nothing
 
 
+def test_a_drawn_name_that_is_the_labels_verb_is_no_thing_to_quote() -> None:
+    # a drawn "Add" labelled "Add to cart": quoting the verb (`"Add" to cart`) says no more
+    assert labelled("Add", "Add to cart", ["", "Add"]) is None
+    assert labelled("Sort", "Sort by salary", ["Sort", "SALARY"]) == ('Sort by "SALARY"', "SALARY")
+    bare = Act("click", "button", "Add", label="Add to cart")
+    typed = Act("type", "textbox", "New item", text="Milk")
+    added = element("appeared", "listitem", "Milk", "present")
+    assert instruction(added, [typed, bare]) == 'Add "Milk" to the list'
+    assert instruction(added, [typed, bare, bare, bare]) == (
+        'Type "Milk" into "New item", then press "Add", then press "Add", then press "Add"'
+    )
+
+
+def test_a_name_or_text_with_quotes_in_it_is_quoted_as_it_reads() -> None:
+    said = Act("type", "textbox", "Message", text='Say "hi"')
+    send = Act("click", "button", "Send")
+    shown = element("appeared", "listitem", 'Say "hi"', "present")
+    # the text to type is the demonstration's, whole: never `"Say "hi""`
+    assert instruction(shown, [said, send]) == "Add 'Say \"hi\"' to the list"
+    both = Act("type", "textbox", "Message", text='Bob\'s "big" day')
+    assert instruction(replace(shown, subject=both.text), [both, send, send, send]) == (
+        'Type \u201cBob\'s "big" day\u201d into "Message", then press "Send", then press '
+        '"Send", then press "Send"'
+    )
+
+
 def count(was: str, now: str, role: str = "button") -> Effect:
     return replace(element("count", role, now), was=was)
 
