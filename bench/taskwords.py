@@ -65,6 +65,10 @@ CLICK = re.compile(
     r'(?P<verb>press|open|toggle|click|switch to the) "(?P<name>.+)"(?P<tab> tab)?', re.I
 )
 IN = re.compile(r'(?P<act>.+) in "(?P<context>[^"]+)"', re.I)
+# datagen quotes a text with a `"` in it in single quotes (`type 'Say "hi"'`), one with both
+# kinds in curly ones: read as double quotes (the templates above match around inner ones)
+SINGLE = re.compile(r"(?<!\w)'([^']*\"[^']*)'(?!\w)")
+CURLY = re.compile("\u201c(.*?)\u201d")
 THEN = ", then "
 
 
@@ -166,7 +170,7 @@ def _whole(words: str) -> Reading | None:
 
 def parse(words: str) -> Reading | None:
     """The checker's reading of an instruction; None for words it does not know."""
-    words = " ".join(words.split())
+    words = SINGLE.sub(r'"\1"', CURLY.sub(r'"\1"', " ".join(words.split())))
     if not words:
         return None
     whole = _whole(words) if THEN not in words else None  # steps: none of these templates

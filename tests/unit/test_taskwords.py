@@ -22,6 +22,7 @@ ROLES = ("checkbox", "switch", "radio", "button", "link", "combobox", "listitem"
 # subjects that share words with the demonstrations below (datagen keeps such words only)
 SUBJECTS: tuple[str, ...] = ("Buy milk", "Smart Watch added to cart", "Chloe Mensah")
 SUBJECTS += ("Save changes", "salary", "Notifications", "Pricing", "Cart 1", "Page 2 of 5")
+SUBJECTS += ('Say "hello"', 'Bob\'s "big" day')  # quoted in single quotes, in curly ones
 WAS = {"Cart 1": "Cart 0", "Page 2 of 5": "Page 1 of 5"}
 DEMOS: tuple[tuple[Act, ...], ...] = (
     (Act("click", "link", "Pricing"),),
@@ -38,6 +39,8 @@ DEMOS: tuple[tuple[Act, ...], ...] = (
     (Act("type", "textbox", "New todo", text="Buy milk"), Act("key", text="Enter")),
     (Act("type", "textbox", "", text="Buy milk"), Act("click", "button", "Add")),
     (Act("type", "textbox", "Name", text="Chloe Mensah"), Act("click", "button", "Save changes")),
+    (Act("type", "textbox", "Message", text='Say "hello"'), Act("click", "button", "Send")),
+    (Act("type", "textbox", "Message", text='Bob\'s "big" day'), Act("key", text="Enter")),
     (
         Act("click", "button", "Add to cart", "", "Add Smart Watch to cart", "Smart Watch", 12),
         Act("click", "button", "Cart 1"),
