@@ -78,7 +78,7 @@
   const nativeFrame = window.requestAnimationFrame;
   state.frame = (callback) => nativeFrame.call(window, callback);
   state.frames = new Set();
-  state.intervals = new Map();  // id -> delay
+  state.intervals = new Map();  // id -> { delay, at }
   state.idle = new Set();
   state.inflight = 0;
   state.lastPost = -Infinity;
@@ -107,9 +107,23 @@
   };
   trackCall(window, 'cancelAnimationFrame', forgets(state.frames));
   trackCall(window, 'cancelIdleCallback', forgets(state.idle));
+  // An interval: its delay, and when it last ran (or was set): a ticker held back past its
+  // due time by a starved renderer is seen as overdue (settle.js). `at` is null for a string
+  // callback, which is not wrapped.
   trackCall(window, 'setInterval', (target, self, args) => {
-    const id = Reflect.apply(target, self, args);
-    state.intervals.set(id, Number(args[1] || 0));
+    const [callback] = args;
+    const tick = { delay: Number(args[1] || 0), at: null };
+    let call = args;
+    if (typeof callback === 'function') {
+      tick.at = performance.now();
+      const wrapped = function (...rest) {
+        tick.at = performance.now();
+        return callback.apply(this, rest);
+      };
+      call = [wrapped, ...args.slice(1)];
+    }
+    const id = Reflect.apply(target, self, call);
+    state.intervals.set(id, tick);
     return id;
   });
   trackCall(window, 'clearInterval', forgets(state.intervals));

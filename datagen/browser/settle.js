@@ -53,8 +53,16 @@ async ({ quietMs, timeoutMs }) => {
   // second counts as scheduled, and so does an intersection observer: their pages are never
   // calm, and wait the window out).
   const TICKER_MS = 1000;
-  const ticking = () => Boolean(state && state.intervals)
-    && [...state.intervals.values()].some((delay) => delay < TICKER_MS);
+  const tickers = () => (state && state.intervals ? [...state.intervals.values()] : [])
+    .filter((t) => t.delay < TICKER_MS);
+  const ticking = () => tickers().length > 0;
+  // A ticker that has not run for longer than its delay and OVERDUE_MS was held back by a
+  // starved renderer (timers run late, ours too, and ours may run first): its run may change
+  // the page, so the quiet so far proves nothing. (Else a loader updating every 25 ms, paused
+  // 50 ms by a loaded machine between our wait's end and its tick, passed for a settled page.)
+  const OVERDUE_MS = 10;
+  const overdue = (now) => tickers()
+    .some((t) => t.at !== null && now - t.at > Math.max(t.delay, 4) + OVERDUE_MS);
   const calm = () => Boolean(state && state.frames && state.flush) && !state.frames.size
     && !state.idle.size && !state.inflight && !state.intersections && !ticking();
   // Nothing on the page runs in a frame's rendering steps (no frame callback or intersection
@@ -88,7 +96,9 @@ async ({ quietMs, timeoutMs }) => {
     // machine) held the ticker's overdue tick back as long as this evaluate, so the gap before
     // it proves nothing; after one wait the overdue tick has run (it was due first).
     const judged = !first || !ticking();
-    if (now - last >= quietMs && still && judged) return { quiet: true, early: false };
+    if (now - last >= quietMs && still && judged && !overdue(now)) {
+      return { quiet: true, early: false };
+    }
     if (still && (painted > last || frameless()) && calm()) {
       // A frame painted since the last change, or nothing waits for one: deliver what the page
       // posted before, then look again.

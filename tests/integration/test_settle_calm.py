@@ -83,3 +83,34 @@ def test_a_ticker_is_never_calm(
     window = {"quietMs": 5000, "timeoutMs": 1500}
     settled = browser_plugin.run(settled_after(patient_host, pages, "ticker", window), timeout=60)
     assert settled["result"] == {"quiet": False}, settled
+
+
+# A ticker of the page's own (tracked by page_init.js) that changes nothing, and a forged
+# record of one more that has not run for a second: what a ticker held back by a starved
+# renderer looks like to the settle when its wait's timer runs before the ticker's overdue
+# tick (a loaded machine; the slow first render's loader passed for a settled page so).
+TICKERS = """(starved) => {
+  const state = window[Symbol.for('datagen.page')];
+  const id = setInterval(() => {}, 25);
+  if (starved) state.intervals.set(id + 1e6, { delay: 25, at: performance.now() - 1000 });
+  return state.intervals.size;
+}"""
+
+
+@pytest.mark.parametrize("starved", [False, True])
+def test_a_ticker_held_back_past_its_time_is_waited_for(
+    browser_plugin: ReadyPlugin, patient_host: BrowserHost, pages: SiteServer, starved: bool
+) -> None:
+    """A ticker that runs and changes nothing lets the page settle; one overdue never does
+    (the window ends at its limit, not quiet)."""
+
+    async def scenario() -> tuple[int, dict[str, Any]]:
+        async with patient_host.session() as session:
+            await session.goto(pages.base_url + "calm.html")
+            tickers = int(await session.page.evaluate(TICKERS, starved))
+            window = {"quietMs": 50, "timeoutMs": 1500}
+            return tickers, dict(await session.page.evaluate(SETTLED, window))
+
+    tickers, settled = browser_plugin.run(scenario(), timeout=60)
+    assert tickers == 1 + starved
+    assert settled["result"] == ({"quiet": False} if starved else {"quiet": True, "early": False})
