@@ -42,7 +42,7 @@ from datagen.export.state import (
     pending,
     save_state,
 )
-from datagen.export.synth import by_shard, synth_group
+from datagen.export.synth import by_shard, elsewhere, synth_group
 from datagen.sink.storage import Storage, open_storage
 
 CARD = "README.md"
@@ -109,9 +109,14 @@ def export_output(
     synthesised: dict[int, list[Row]] = {}
     if options.format in SYNTH_FORMATS:  # each (start URL, effect) once, over every export
         synthesised = by_shard(src, frozenset(markers) - frozenset(todo))
+    rollouts: dict[str, tuple[Row, list[Row]]] = {}  # rl groups' rollouts of other shards
+    if options.format == "rl":
+        mine = {s: synthesised.get(s, []) for s in todo}
+        rollouts = elsewhere(src, markers, run.run_id, mine)
     for shard in todo:
         data = read_shard(src, markers[shard], run.run_id)
         data.tasks = synthesised.get(shard, [])
+        data.rollouts = rollouts
         sides = {g: chosen.sides[g] for g in tied[shard].groups}
         sides |= synth_sides(data, sides)
         split = splits.record(state.split, tied[shard], chosen)

@@ -4,7 +4,8 @@
 
 Only what a completion marker commits is read (a run that is still writing shows its committed
 shards and nothing else), each part checked against the marker's sha256. A task's repeats all
-run in one shard, so a shard holds whole groups: the formats need nothing from other shards.
+run in one shard, so a shard holds whole groups: the formats need nothing from other shards
+but a synthesised task's `rl` group, whose 0.0 rollouts may be in any (ShardData.rollouts).
 
 Outputs of schema < 1.2 lack the group and description columns; they are filled here the way
 the pipeline fills them now, so every format reads one shape:
@@ -45,6 +46,9 @@ class ShardData:
     # the synthesised tasks whose samples this shard gives (export/synth.py: one per (start
     # URL, effect) over the whole output, on its source episode's shard)
     tasks: list[Row] = field(default_factory=list)
+    # episode id → (episode, steps) of other shards that its tasks' rl groups take as 0.0
+    # rollouts (export/synth.py elsewhere(); `rl` only)
+    rollouts: dict[str, tuple[Row, list[Row]]] = field(default_factory=dict)
 
     @property
     def shard(self) -> int:

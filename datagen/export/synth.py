@@ -11,32 +11,41 @@ task-labelled samples, and each task as an `rl` group whose check rewards a roll
         ─► rl_synth(): a group per task: the demonstration (reward 1.0, the check held after
             it on two sealed replays), and the run's episodes from the same start the check
             was false on (reward 0.0: `false_on_episodes`, and those that showed its `fail`
-            message), each with the task's `check` and `fail` as JSON for a trainer's reward
+            message; ROLLOUTS at most, from any committed shard: elsewhere() reads those of
+            other shards once an export), each with the task's `check` and `fail` as JSON for
+            a trainer's reward
 
 A synthesised sample's group (`group_id`, hence its split side) is its source episode's in
 `sft`; an `rl` group is the task's own (`group_id` of the run and the task id), on the split
-side of its source episode. Counts go into the export's tally (`synth.*`) and the card.
+side of its source episode; its 0.0 rollouts start where it does, on the same site, which
+the split keeps on one side. Counts go into the export's tally (`synth.*`) and the card.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 
 from datagen.export.coords import Frame
 from datagen.export.labels import Labelled, on_path, standin
 from datagen.export.options import ExportOptions
-from datagen.export.source import Row, ShardData, group_id
+from datagen.export.source import Row, ShardData, group_id, read_shard
 from datagen.export.tasks import chosen, synth_task_id
 from datagen.export.trajectory import image_size, trajectory
+from datagen.sink.models import Marker
+from datagen.sink.read import iter_committed
 from datagen.sink.storage import Storage
 from datagen.sink.synthesised import synthesised
 
 SOURCE = "synthesised"  # `instruction_source` of a synthesised task's samples
 DONE = json.dumps({"type": "done", "answer": ""})
 Sampler = Callable[[Row, Labelled, ExportOptions], Row]
+# 0.0 rollouts a task's rl group takes at most: with its demonstration, 16 (a GRPO group's
+# usual size). The episodes from a site's start page that a task's check is false on may be
+# most of the site's, and every group of that start would carry them all.
+ROLLOUTS = 15
 
 
 def by_shard(storage: Storage, exported: frozenset[int] = frozenset()) -> dict[int, list[Row]]:
@@ -124,6 +133,39 @@ def sft_synth(
     return out
 
 
+def failed_on(task: Row, known: Container[str]) -> list[str]:
+    """The episodes of `known` a task's rl group takes as 0.0 rollouts: those from its start
+    its check was false on, then those that showed its `fail` message, ROLLOUTS at most."""
+    others = [*(task.get("false_on_episodes") or []), *(task.get("fail_episodes") or [])]
+    return [e for e in dict.fromkeys(others) if e in known and e != task["episode_id"]][:ROLLOUTS]
+
+
+def elsewhere(
+    storage: Storage, markers: dict[int, Marker], run_id: str, tasks: dict[int, list[Row]]
+) -> dict[str, tuple[Row, list[Row]]]:
+    """Episode id → (episode, steps) of the rollouts the rl groups of `tasks` (by the shard
+    each is exported with) take from other committed shards: each such shard read once,
+    only those episodes kept."""
+    shard_of = {
+        r["episode_id"]: shard
+        for shard, part in iter_committed(storage, "episodes", ["episode_id"])
+        for r in part.to_pylist()
+    }
+    wanted: dict[int, set[str]] = {}
+    for shard, rows in tasks.items():
+        for task in rows:
+            for episode_id in failed_on(task, shard_of):
+                if shard_of[episode_id] != shard:
+                    wanted.setdefault(shard_of[episode_id], set()).add(episode_id)
+    out: dict[str, tuple[Row, list[Row]]] = {}
+    for shard, ids in sorted(wanted.items()):
+        data = read_shard(storage, markers[shard], run_id, ("episodes", "steps"))
+        for e in data.episodes:
+            if e["episode_id"] in ids:
+                out[e["episode_id"]] = (e, data.steps_by_episode.get(e["episode_id"], []))
+    return out
+
+
 def synth_group(task: Row) -> str:
     """A synthesised task's rl group: that of its run and its task id."""
     return group_id(task["run_id"], synth_task_id(task))
@@ -133,22 +175,23 @@ def rl_synth(
     shard: ShardData, options: ExportOptions, tally: Counter[str], system: Callable[[Frame], str]
 ) -> list[Row]:
     """A group per synthesised task: its demonstration (reward 1.0), then the episodes from
-    its start whose final page its check was false on (reward 0.0). `system(frame)`: the
-    system turn for a screen."""
-    episodes = {e["episode_id"]: e for e in shard.episodes}
+    its start whose final page its check was false on (reward 0.0; `failed_on`), of this
+    shard or another (`shard.rollouts`). `system(frame)`: the system turn for a screen."""
+    steps_of = shard.steps_by_episode
+    own = {e["episode_id"]: (e, steps_of.get(e["episode_id"], [])) for e in shard.episodes}
+    episodes = shard.rollouts | own  # and those of other shards (elsewhere())
     out = []
     for demo in demos(shard, options, tally):
         count(demo, tally)
         task = demo.task
-        others = [*(task.get("false_on_episodes") or []), *(task.get("fail_episodes") or [])]
         rollouts: list[tuple[Row, list[Row], float]] = [
             (demo.episode, [*demo.steps, *([demo.done] if demo.done else [])], 1.0)
         ]
-        for episode_id in dict.fromkeys(others):
-            if episode_id in episodes:
-                steps = shard.steps_by_episode.get(episode_id, [])
-                if options.allow_standin or not any(map(standin, steps)):
-                    rollouts.append((episodes[episode_id], steps, 0.0))
+        for episode_id in failed_on(task, episodes):
+            episode, steps = episodes[episode_id]
+            if options.allow_standin or not any(map(standin, steps)):
+                rollouts.append((episode, steps, 0.0))
+                tally["synth.rollouts_elsewhere"] += episode_id not in own
         group = synth_group(task)
         for index, (episode, steps, reward) in enumerate(rollouts):
             records, images = trajectory(episode, steps, options)

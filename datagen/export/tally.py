@@ -22,6 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from datagen.export.source import Row
+from datagen.export.synth import ROLLOUTS
 
 WHY = {
     "synth_no_steps": "synthesised tasks whose demonstration's steps are not in the output",
@@ -71,7 +72,9 @@ def synth_lines(tally: dict[str, int]) -> list[str]:
         made = [
             f"{tally['synth.groups']} groups of {tally.get('synth.rollouts', 0)} rollouts "
             "(the demonstration, reward 1.0; episodes from the same start its check was "
-            "false on, reward 0.0; columns `check` and `fail` hold the task's checks)"
+            f"false on, reward 0.0, {ROLLOUTS} at most, {tally.get('synth.rollouts_elsewhere', 0)} "
+            "of them from other shards than the task's; columns `check` and `fail` hold the "
+            "task's checks)"
         ]
     said = ", ".join(f"{m} {n}" for m, n in sorted(writes.items())) or "none"
     return [

@@ -8,6 +8,10 @@ synthesised task `Check "Buy milk"` holds where the second episode ended without
 "Buy milk": it rewards not doing the task, and the run must not claim it. Its shard alone
 cannot tell (the other episode is not there): the task list, its card and the run summary
 decide it over the whole run.
+
+"Mark all complete" also says "All items complete": the second one's task `Press "Mark all
+complete"` is specific, and the first episode, in the other shard, ended where its check is
+false: a 0.0 rollout of its `rl` group (the export took the shard's own episodes only).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from tests.helpers import exported_tasks, synthesised
+from tests.helpers import datagen_calls, exported_tasks, synthesised
 
 pytestmark = pytest.mark.browser
 MILK = {"element": {"role": "checkbox", "name": "Buy milk", "state": "checked"}}
@@ -63,3 +67,39 @@ def test_a_task_another_shards_episode_disproves_is_not_claimed(output: tuple[Pa
         **next(e for e in final["elements"] if e["name"] == "Buy milk")
     }.items()
     assert json.loads(pressed["acted_json"]) == [["button", "Mark all complete"]]
+
+
+def test_an_rl_groups_failed_rollouts_come_from_every_shard(
+    output: tuple[Path, str], tmp_path: Path
+) -> None:
+    out, _ = output
+    [done] = datagen_calls([["export", str(out), "-f", "rl", "--to", str(tmp_path)]])
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    shard_of = {
+        e["episode_id"]: f.name
+        for f in out.glob("episodes/*.parquet")
+        for e in pq.read_table(f).to_pylist()
+    }
+    episodes = {e["episode_id"]: e for e in table(out, "episodes")}
+    rl = {f.name: pq.read_table(f).to_pylist() for f in tmp_path.glob("data/*.parquet")}
+    [group] = [
+        sorted(
+            (r for r in rows if r["instruction"] == 'Press "Mark all complete"'),
+            key=lambda r: r["sample_index"],
+        )
+        for rows in rl.values()
+        if any(r["instruction"] == 'Press "Mark all complete"' for r in rows)
+    ]  # one part: the group is written whole, on one side of the split
+    demo, failed = group
+    assert (demo["reward"], failed["reward"]) == (1.0, 0.0)
+    assert json.loads(demo["check"]) == {"text_present": "All items complete"}
+    assert episodes[demo["episode_id"]]["task_id"] == "list-all"
+    rollout = episodes[failed["episode_id"]]  # the other shard's episode, as it ran
+    assert rollout["task_id"] == "list-milk"
+    assert shard_of[failed["episode_id"]] != shard_of[demo["episode_id"]]
+    assert "All items complete" not in rollout["final_state_json"]
+    assert len(failed["images"]) == len(failed["steps"]) == rollout["n_steps"]
+    assert [s["action_type"] for s in failed["steps"]] == ["click", "done"]  # its own steps
+    assert failed["group_size"] == demo["group_size"] == 2
+    card = (tmp_path / "README.md").read_text()
+    assert "1 of them from other shards than the task's" in card, card
