@@ -60,8 +60,9 @@ async ({ quietMs, timeoutMs }) => {
   // starved renderer (timers run late, ours too, and ours may run first): its run may change
   // the page, so the quiet so far proves nothing. (Else a loader updating every 25 ms, paused
   // 50 ms by a loaded machine between our wait's end and its tick, passed for a settled page.)
+  // A hidden page's timers are throttled by design (to once a second): not held back.
   const OVERDUE_MS = 10;
-  const overdue = (now) => tickers()
+  const overdue = (now) => document.visibilityState === 'visible' && tickers()
     .some((t) => t.at !== null && now - t.at > Math.max(t.delay, 4) + OVERDUE_MS);
   const calm = () => Boolean(state && state.frames && state.flush) && !state.frames.size
     && !state.idle.size && !state.inflight && !state.intersections && !ticking();

@@ -146,6 +146,8 @@ def elsewhere(
     """Episode id → (episode, steps) of the rollouts the rl groups of `tasks` (by the shard
     each is exported with) take from other committed shards: each such shard read once,
     only those episodes kept."""
+    if not any(tasks.values()):  # no task to group (a run without synthesis): nothing read
+        return {}
     shard_of = {
         r["episode_id"]: shard
         for shard, part in iter_committed(storage, "episodes", ["episode_id"])
