@@ -277,9 +277,10 @@ def _count(effect: Effect) -> str:
     control alone: whichever step made the number, the check reads the control."""
     was, now = COUNTED.fullmatch(effect.was), COUNTED.fullmatch(effect.subject)
     noun = f" {effect.role}" if effect.role in NOUNS else ""
+    the = "the " if noun else ""
     if was is not None and now is not None and was["words"] == now["words"]:
-        return f"Make {'the ' if noun else ''}{exact_quote(now['words'])}{noun} show {now['n']}"
-    return f"Make {'the ' if noun else ''}{exact_quote(effect.was)}{noun} read {exact_quote(effect.subject)}"
+        return f"Make {the}{exact_quote(now['words'])}{noun} show {now['n']}"
+    return f"Make {the}{exact_quote(effect.was)}{noun} read {exact_quote(effect.subject)}"
 
 
 def instruction(effect: Effect, acts: Sequence[Act]) -> str | None:
