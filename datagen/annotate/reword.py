@@ -17,9 +17,8 @@ an unparseable answer keeps our words, the raw answer kept where there is one.
 
 from __future__ import annotations
 
-import re
-
 from datagen.annotate.decide import words_of
+from datagen.annotate.words import exact_quote, quoted_texts
 from datagen.config import RoleName
 from datagen.engine.client import EngineError
 from datagen.engine.hindsight import HINDSIGHT, RewordAnswer
@@ -28,7 +27,6 @@ from datagen.engine.roles import Engines
 from datagen.records import SuccessCheck, TaskRow
 
 ROLE: RoleName = "relabel"
-QUOTED = re.compile(r'"([^"]+)"')
 MAX_CHARS = 300  # an instruction, not a paragraph
 
 
@@ -45,10 +43,10 @@ def kept_names(ours: str, theirs: str, check: SuccessCheck) -> bool:
     (all of them where none shares a word with what the check reads)?"""
     if not theirs or len(theirs) > MAX_CHARS or "\n" in theirs:
         return False
-    names = QUOTED.findall(ours)
+    names = quoted_texts(ours)
     read = words_of(read_by_check(check))
     decided = [n for n in names if words_of(n) & read] or names
-    return all(f'"{n}"' in theirs for n in decided)
+    return all(exact_quote(n) in theirs for n in decided)
 
 
 async def reword(row: TaskRow, engines: Engines) -> TaskRow:

@@ -43,6 +43,28 @@ def exact_quote(text: str) -> str:
     return f"'{text}'" if "'" not in text else f"\u201c{text}\u201d"
 
 
+# exact_quote's three ways, read back: curly quotes, single ones around a text with a `"`
+# in it, double ones (what the first two took is blanked before the next is looked for)
+QUOTED = (
+    re.compile("\u201c(.*?)\u201d"),
+    re.compile(r"(?<!\w)'([^']*\"[^']*)'(?!\w)"),
+    re.compile(r'"([^"]+)"'),
+)
+
+
+def quoted_texts(words: str) -> list[str]:
+    """The texts `words` quote as exact_quote does, in the order they stand."""
+    found: list[tuple[int, str]] = []
+
+    def take(match: re.Match[str]) -> str:
+        found.append((match.start(), match.group(1)))
+        return " " * len(match.group(0))
+
+    for pattern in QUOTED:
+        words = pattern.sub(take, words)
+    return [text for _, text in sorted(found)]
+
+
 NUMBERS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
 
 

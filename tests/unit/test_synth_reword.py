@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from datagen.annotate.reword import kept_names
+from datagen.annotate.words import quoted_texts
 from datagen.engine.hindsight import HINDSIGHT
 from datagen.engine.sim.hindsight import hindsight_answer
 from datagen.records import SuccessCheck
@@ -35,6 +36,14 @@ def test_every_name_stays_where_none_shares_a_word_with_the_check() -> None:
     ours = 'Type "Ann" into "Name", then press "Send message"'
     assert kept_names(ours, 'Send a message as "Ann" via "Name" and "Send message"', THANKS)
     assert not kept_names(ours, 'Send a message signed "Ann"', THANKS)
+
+
+def test_a_name_with_quotes_in_it_stays_quoted_as_ours_quotes_it() -> None:
+    ours = 'Add \'Say "hi"\' to the list, then press \u201cBob\'s "big" day\u201d'
+    check = SuccessCheck(text_present='Say "hi" Bob\'s "big" day')
+    assert quoted_texts(ours) == ['Say "hi"', 'Bob\'s "big" day']
+    assert kept_names(ours, 'Put \'Say "hi"\' on it and \u201cBob\'s "big" day\u201d', check)
+    assert not kept_names(ours, 'Put "hi" on it and "big"', check)  # a part is no name
 
 
 def test_the_stand_in_rewords_the_prompts_instruction_keeping_its_names() -> None:
