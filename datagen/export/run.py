@@ -107,12 +107,13 @@ def export_output(
     chosen = splits.plan(tied.values(), state.split)
     state = state.model_copy(update={"split": splits.with_clusters(state.split, chosen)})
     synthesised: dict[int, list[Row]] = {}
+    shard_of: dict[str, int] = {}
     if options.format in SYNTH_FORMATS:  # each (start URL, effect) once, over every export
-        synthesised = by_shard(src, frozenset(markers) - frozenset(todo))
+        synthesised, shard_of = by_shard(src, frozenset(markers) - frozenset(todo))
     rollouts: dict[str, tuple[Row, list[Row]]] = {}  # rl groups' rollouts of other shards
     if options.format == "rl":
         mine = {s: synthesised.get(s, []) for s in todo}
-        rollouts = elsewhere(src, markers, run.run_id, mine)
+        rollouts = elsewhere(src, markers, run.run_id, mine, shard_of)
     for shard in todo:
         data = read_shard(src, markers[shard], run.run_id)
         data.tasks = synthesised.get(shard, [])

@@ -35,9 +35,8 @@ from datagen.export.source import Row, ShardData, group_id, read_shard
 from datagen.export.tasks import chosen, synth_task_id
 from datagen.export.trajectory import image_size, trajectory
 from datagen.sink.models import Marker
-from datagen.sink.read import iter_committed
 from datagen.sink.storage import Storage
-from datagen.sink.synthesised import synthesised
+from datagen.sink.synthesised import synthesised_run
 
 SOURCE = "synthesised"  # `instruction_source` of a synthesised task's samples
 DONE = json.dumps({"type": "done", "answer": ""})
@@ -48,18 +47,22 @@ Sampler = Callable[[Row, Labelled, ExportOptions], Row]
 ROLLOUTS = 15
 
 
-def by_shard(storage: Storage, exported: frozenset[int] = frozenset()) -> dict[int, list[Row]]:
+def by_shard(
+    storage: Storage, exported: frozenset[int] = frozenset()
+) -> tuple[dict[int, list[Row]], dict[str, int]]:
     """The output's synthesised tasks as the tasks export keeps them (one per (start URL,
-    effect), across shards), by the shard of the episode each came from. A (start URL,
-    effect) kept in a shard `exported` already (an earlier export of this folder took one of
-    them then) is not given again by a shard committed since."""
-    rows = synthesised(storage)  # specificity decided over the whole run
+    effect), across shards), by the shard of the episode each came from; and episode id →
+    shard of the episodes from their starts (read with them: where `elsewhere` finds an rl
+    group's rollouts). A (start URL, effect) kept in a shard `exported` already (an earlier
+    export of this folder took one of them then) is not given again by a shard committed
+    since."""
+    rows, ended = synthesised_run(storage)  # specificity decided over the whole run
     done = {(r["start_url"], r["effect"]) for r in rows if r["kept"] and r["shard"] in exported}
     out: dict[int, list[Row]] = {}
     for row in chosen(rows):
         if (row["start_url"], row["effect"]) not in done:
             out.setdefault(row["shard"], []).append(row)
-    return out
+    return out, {f.episode_id: f.shard for f in ended}
 
 
 @dataclass(frozen=True)
@@ -141,18 +144,16 @@ def failed_on(task: Row, known: Container[str]) -> list[str]:
 
 
 def elsewhere(
-    storage: Storage, markers: dict[int, Marker], run_id: str, tasks: dict[int, list[Row]]
+    storage: Storage,
+    markers: dict[int, Marker],
+    run_id: str,
+    tasks: dict[int, list[Row]],
+    shard_of: dict[str, int],
 ) -> dict[str, tuple[Row, list[Row]]]:
     """Episode id → (episode, steps) of the rollouts the rl groups of `tasks` (by the shard
-    each is exported with) take from other committed shards: each such shard read once,
-    only those episodes kept."""
-    if not any(tasks.values()):  # no task to group (a run without synthesis): nothing read
-        return {}
-    shard_of = {
-        r["episode_id"]: shard
-        for shard, part in iter_committed(storage, "episodes", ["episode_id"])
-        for r in part.to_pylist()
-    }
+    each is exported with) take from other committed shards (`shard_of`, from by_shard: a
+    rollout of another shard was decided on its final page, so it is there): each such shard
+    read once, only those episodes kept."""
     wanted: dict[int, set[str]] = {}
     for shard, rows in tasks.items():
         for task in rows:

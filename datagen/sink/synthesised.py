@@ -45,6 +45,7 @@ class Final:
     start_url: str
     state: PageState
     acted: frozenset[tuple[str, str]]
+    shard: int = -1  # the shard it ran in
 
 
 def finals(storage: Storage, starts: Iterable[str]) -> list[Final]:
@@ -53,7 +54,7 @@ def finals(storage: Storage, starts: Iterable[str]) -> list[Final]:
     if not len(wanted):
         return []
     out = []
-    for _, part in iter_committed(storage, "episodes", FINALS):
+    for shard, part in iter_committed(storage, "episodes", FINALS):
         mine = part.filter(pc.is_in(part.column("start_url"), value_set=wanted))
         for r in mine.to_pylist():
             if r["final_state_json"] is None:
@@ -65,6 +66,7 @@ def finals(storage: Storage, starts: Iterable[str]) -> list[Final]:
                     r["start_url"],
                     PageState.model_validate_json(r["final_state_json"]),
                     frozenset((role, name) for role, name in acted),
+                    shard,
                 )
             )
     return out
@@ -101,10 +103,17 @@ def _decided(row: Row, others: list[Final]) -> Row:
 
 def synthesised(storage: Storage) -> list[Row]:
     """Every committed `tasks` row (with its `shard`), specificity decided run-wide."""
+    return synthesised_run(storage)[0]
+
+
+def synthesised_run(storage: Storage) -> tuple[list[Row], list[Final]]:
+    """`synthesised()`, and the final pages it was decided on (every committed episode from a
+    kept task's start that recorded one, with its shard: where an rl group's rollouts are)."""
     rows = [
         {**r, "shard": shard}
         for shard, part in iter_committed(storage, "tasks")
         for r in part.to_pylist()
     ]
     starts = {r["start_url"] for r in rows if r["kept"]}
-    return run_wide(rows, finals(storage, starts))
+    ended = finals(storage, starts)
+    return run_wide(rows, ended), ended
