@@ -106,18 +106,23 @@ def sft_counts(shard: ShardData, rows: list[Row]) -> Counter[str]:
 
 def episode_counts(shard: ShardData, rows: list[Row]) -> Counter[str]:
     """rl, pairs: a sample per episode (a pair's chosen side): the check's verdict is its label
-    (rl: the reward; pairs: the chosen side passed it), replay its verification."""
+    (rl: the reward, and the row's own `verification`: a synthesised group's rollouts may be
+    of other shards, and theirs is not their episode's; pairs: the chosen side passed it, and
+    its episode's verification)."""
     counts: Counter[str] = Counter()
     episodes = {e["episode_id"]: e for e in shard.episodes}
+    episodes |= {i: e for i, (e, _) in shard.rollouts.items() if i not in episodes}
     for r in rows:
         episode = episodes.get(r.get("chosen_episode_id") or r.get("episode_id") or "")
         if episode is None:
             continue
-        counts["samples:task"] += episode.get("success") is not None
+        rl = "reward" in r
+        counts["samples:task"] += (r["reward"] if rl else episode.get("success")) is not None
         if "verification" in episode:
-            counts[f"samples:verification={episode['verification'] or 'null'}"] += 1
+            verification = r["verification"] if rl else episode["verification"]
+            counts[f"samples:verification={verification or 'null'}"] += 1
             counts["samples:checked"] += 1
-            counts["samples:verified"] += episode["verification"] in VERIFIED
+            counts["samples:verified"] += verification in VERIFIED
     return counts
 
 

@@ -234,7 +234,8 @@ def _write_shard(
         tables=rows,
         bytes=sizes,
         source_rows={f.table: f.rows for f in data.marker.files},
-        episodes_kept=len(_episodes(samples)),
+        # its own: an rl group's rollouts of other shards count there, each episode once
+        episodes_kept=len(_episodes(samples) & {e["episode_id"] for e in data.episodes}),
         failures=counted["by_category"],
         rejected_by_reason=counted["rejected_by_reason"],
         figures=shard_figures(data, fmt.count(data, samples)),

@@ -45,6 +45,9 @@ Sampler = Callable[[Row, Labelled, ExportOptions], Row]
 # usual size). The episodes from a site's start page that a task's check is false on may be
 # most of the site's, and every group of that start would carry them all.
 ROLLOUTS = 15
+# `failure_category` of a 0.0 rollout: an episode run for its own task, on whose final page
+# this task's check is false
+OTHER_TASK = "other_task"
 
 
 def by_shard(
@@ -100,7 +103,7 @@ def demos(shard: ShardData, options: ExportOptions, tally: Counter[str]) -> list
                 **on_path(after),
                 "action_type": "done",
                 "action_json": DONE,
-                "action_description": "Done",
+                "action_description": "Finish",  # describe()'s words for a done
                 "x_px": None,
                 "y_px": None,
                 "action_error": None,
@@ -137,9 +140,16 @@ def sft_synth(
 
 
 def failed_on(task: Row, known: Container[str]) -> list[str]:
-    """The episodes of `known` a task's rl group takes as 0.0 rollouts: those from its start
-    its check was false on, then those that showed its `fail` message, ROLLOUTS at most."""
-    others = [*(task.get("false_on_episodes") or []), *(task.get("fail_episodes") or [])]
+    """The episodes of `known` a task's rl group takes as 0.0 rollouts, ROLLOUTS at most: those
+    from its start its check was false on that did not act on its demonstration's last
+    element, then those that did and showed its `fail` message, then the others that did
+    (`false_after_acting`, sink/synthesised.py: the shop's cart task's "Cart 3" after three
+    "Add to cart" clicks)."""
+    others = [
+        *(task.get("false_on_episodes") or []),
+        *(task.get("fail_episodes") or []),
+        *(task.get("false_after_acting") or []),
+    ]
     return [e for e in dict.fromkeys(others) if e in known and e != task["episode_id"]][:ROLLOUTS]
 
 
@@ -215,8 +225,10 @@ def rl_synth(
                     "reward": reward,
                     "success": reward == 1.0,
                     "status": "solved" if reward == 1.0 else "failed",
-                    "failure_category": None,
-                    "verification": episode.get("verification"),
+                    "failure_category": None if reward == 1.0 else OTHER_TASK,
+                    # the demonstration's replays proved it; a 0.0 rollout's replays (if any)
+                    # were of its own task's steps, which say nothing of this one
+                    "verification": episode.get("verification") if reward == 1.0 else None,
                     "group_size": len(rollouts),
                     "group_rejected": 0,
                     "n_steps": len(steps),

@@ -3,7 +3,10 @@
     committed `tasks` rows (each proven by its shard: pipeline/synthesis.py)
     + committed `episodes`' final_state_json and acted_json (schema 1.8)
         ─► run_wide() ─► the same rows, a kept one that an episode of another shard disproves
-            dropped as `not_specific`, the episodes it was false on added
+            dropped as `not_specific`, the episodes it was false on added; and, kept rows
+            only, `false_after_acting`: those that acted on the demonstration's last element
+            and ended with the check false (no evidence on specificity, but an rl group's
+            0.0 rollouts as much as the others: export/synth.failed_on)
 
 A shard proves its tasks against its own episodes only (`synthesis.specific`, once the shard's
 episodes ended), but a site's tasks are spread over the shards (source.shard_tasks): an episode
@@ -86,9 +89,14 @@ def _decided(row: Row, others: list[Final]) -> Row:
     check = SuccessCheck.model_validate_json(row["check_json"])
     last = tuple(row.get("demo_element") or ())
     false_on = list(row.get("false_on_episodes") or [])
+    acted_false: list[str] = []  # acted as the demonstration did, and the check is false
     for f in others:
-        if f.episode_id == row["episode_id"] or (len(last) == 2 and last in f.acted):
-            continue  # its own, or it acted as the demonstration did: no evidence against
+        if f.episode_id == row["episode_id"]:
+            continue
+        if len(last) == 2 and last in f.acted:  # it may well have made the effect: no
+            if check.holds_on(f.state) is False:  # evidence against, but a 0.0 rollout
+                acted_false.append(f.episode_id)
+            continue
         if check.holds_on(f.state):
             return {
                 **row,
@@ -98,7 +106,7 @@ def _decided(row: Row, others: list[Final]) -> Row:
             }
         if f.episode_id not in false_on and f.episode_id not in (row.get("fail_episodes") or []):
             false_on.append(f.episode_id)
-    return {**row, "false_on_episodes": false_on}
+    return {**row, "false_on_episodes": false_on, "false_after_acting": acted_false}
 
 
 def synthesised(storage: Storage) -> list[Row]:

@@ -17,6 +17,7 @@ false: a 0.0 rollout of its `rl` group (the export took the shard's own episodes
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -101,5 +102,15 @@ def test_an_rl_groups_failed_rollouts_come_from_every_shard(
     assert len(failed["images"]) == len(failed["steps"]) == rollout["n_steps"]
     assert [s["action_type"] for s in failed["steps"]] == ["click", "done"]  # its own steps
     assert failed["group_size"] == demo["group_size"] == 2
+    # the rollout's columns speak of this task, not of the episode's own
+    assert (failed["status"], failed["failure_category"]) == ("failed", "other_task")
+    assert failed["verification"] is None  # its own task's replays say nothing of this one
     card = (tmp_path / "README.md").read_text()
     assert "1 of them from other shards than the task's" in card, card
+    # the card's figures are the rows', a rollout of another shard counted too (and once)
+    rows = [r for part in rl.values() for r in part]
+    rewarded = sum(r["reward"] is not None for r in rows)
+    assert f"from {len({r['episode_id'] for r in rows})} episodes" in card, card
+    assert f"check verdict as reward): {rewarded} of {len(rows)} " in card, card
+    nulls = sum(r["verification"] is None for r in rows)
+    assert re.search(rf"samples by their episode's verification: .*null {nulls}\b", card), card

@@ -41,6 +41,16 @@ def test_a_check_that_holds_where_another_episode_never_acted_is_dropped() -> No
 def test_an_episode_that_acted_on_the_last_element_is_no_evidence() -> None:
     [out] = run_wide([row()], [final("other", True, (("checkbox", "Buy milk"),))])
     assert out["kept"] and out["false_on_episodes"] == ["same-shard"]
+    assert out["false_after_acting"] == []  # the check holds there: no 0.0 rollout
+
+
+def test_one_that_acted_and_ended_with_the_check_false_is_a_rollout_not_evidence() -> None:
+    """The shop's cart task ("Cart 1") and an episode that clicked "Add to cart" three times:
+    no evidence on specificity, but its final page fails the check (an rl group's 0.0)."""
+    acted = (("checkbox", "Buy milk"),)
+    [out] = run_wide([row()], [final("twice", False, acted), final("mine", False, acted)])
+    assert out["kept"] and out["false_on_episodes"] == ["same-shard"]
+    assert out["false_after_acting"] == ["twice"]  # never its own
 
 
 def test_episodes_it_is_false_on_are_added_once_and_its_own_is_skipped() -> None:
@@ -52,5 +62,5 @@ def test_episodes_it_is_false_on_are_added_once_and_its_own_is_skipped() -> None
 def test_other_starts_and_dropped_rows_are_left_alone() -> None:
     elsewhere = Final("far", "site://other/", final("x", True).state, frozenset())
     dropped = row(kept=False, dropped_at="no_words")
-    assert run_wide([row(), dropped], [elsewhere]) == [row(), dropped]
+    assert run_wide([row(), dropped], [elsewhere]) == [row(false_after_acting=[]), dropped]
     assert run_wide([dropped], [final("other", True)]) == [dropped]
