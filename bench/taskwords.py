@@ -10,6 +10,8 @@ with no datagen import. Pure; bench/taskread.py decides a reading on a live page
     "Add "Buy milk" to the list"            ─► Reading(add: the text shown once more than before)
     "Type "Ann" into "Name", then press "Send""
                                             ─► Reading(steps: the acts, in order)
+    "Press the show password icon button"   ─► Reading(steps: a click on a button whose
+                                               accessible name is "show password")
 
 Words that describe an end state are read from the page; words that describe acts (press,
 open, toggle, type, an accessible name's own act such as `Add "Smart Watch" to cart`) are read
@@ -64,6 +66,22 @@ KEY = re.compile(r"press (?P<combo>[^\"\s]+)", re.I)
 CLICK = re.compile(
     r'(?P<verb>press|open|toggle|click|switch to the) "(?P<name>.+)"(?P<tab> tab)?', re.I
 )
+# an icon-only control, named by its icon's word, unquoted (its accessible name: not drawn)
+ICON = re.compile(
+    r"(?P<verb>press|open|toggle|click|switch to) the (?P<name>[^\"]+?) "
+    r"(?P<noun>icon button|icon link|icon|tab|switch|checkbox|menu item|radio button)",
+    re.I,
+)
+ICON_ROLES = {
+    "icon button": frozenset({"button"}),
+    "icon link": LINKS,
+    "tab": TABS,
+    "switch": frozenset({"switch"}),
+    "checkbox": frozenset({"checkbox"}),
+    "menu item": PRESSED | frozenset({"menuitemcheckbox", "menuitemradio"}),
+    "radio button": frozenset({"radio"}),
+    "icon": frozenset(),
+}
 IN = re.compile(r'(?P<act>.+) in "(?P<context>[^"]+)"', re.I)
 # datagen quotes a text with a `"` in it in single quotes (`type 'Say "hi"'`), one with both
 # kinds in curly ones: read as double quotes (the templates above match around inner ones)
@@ -114,8 +132,8 @@ def unquote(text: str) -> str:
 
 def _click(phrase: str) -> Step | None:
     """One click in words: `press "X"`, `open "X"`, `toggle "X"`, `switch to the "X" tab`,
-    `click "X"`, `go to page 5`, an element's own act (`Add "Smart Watch" to cart`), or one
-    of these `in "context"`."""
+    `click "X"`, an icon-only control (`press the show password icon button`), `go to page
+    5`, an element's own act (`Add "Smart Watch" to cart`), or one of these `in "context"`."""
     inside = IN.fullmatch(phrase)
     if inside:
         step = _click(inside["act"])
@@ -125,6 +143,9 @@ def _click(phrase: str) -> Step | None:
     if found and (found["verb"].lower() == "switch to the") == bool(found["tab"]):
         roles = {"press": PRESSED, "open": LINKS, "toggle": TOGGLES, "click": frozenset()}
         return Step("click", found["name"], roles.get(found["verb"].lower(), TABS))
+    icon = ICON.fullmatch(phrase)
+    if icon:  # its accessible name, as the words say it (lower case)
+        return Step("click", icon["name"], ICON_ROLES[icon["noun"].lower()], label=True)
     page = PAGE.fullmatch(phrase)
     if page:
         name = f"page {page['n']}" if page["n"] else f"{page['rel']} page"

@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from datagen.annotate.decide import decides, labelled, pager
+from datagen.annotate.grounding import ICON_NOUNS, icon_word
+from datagen.annotate.nouns import ROLE_NOUNS
 from datagen.annotate.words import exact_quote
 from datagen.records import ElementCheck, ElementState, PageState, SuccessCheck
 from datagen.url import fragment_of, path_of, query_of
@@ -71,6 +73,7 @@ class Act:
     label: str = ""
     context: str = ""
     equals: int = 1
+    shown: bool = True  # `name` is drawn (an icon-only control's aria-label, alt, title is not)
 
 
 def mask(text: str) -> str:
@@ -221,6 +224,13 @@ def effects(start: PageState, again: PageState, after: PageState) -> list[Effect
     return sorted(kept, key=lambda f: KINDS.index(f.kind))
 
 
+# what an icon-only control is called after its icon's word (`the settings icon button`)
+ICON_ROLES = {**ICON_NOUNS, "switch": "switch"}
+# a click's verb by the role clicked (`press "Send"`; a tab: `switch to the "Inbox" tab`)
+VERBS = {"link": "open", "checkbox": "toggle", "switch": "toggle", "button": "press",
+         "menuitem": "press"}  # fmt: skip
+
+
 def _click(act: Act, drawn: Sequence[str], marks: list[str]) -> str | None:
     """A click in words; its accessible name's when that says more (decide.labelled), else
     its drawn name's; None for one of several like elements nothing drawn tells apart. The
@@ -232,20 +242,23 @@ def _click(act: Act, drawn: Sequence[str], marks: list[str]) -> str | None:
             marks.append(said[1])
         return said[0][0].lower() + said[0][1:]
     if act.equals > 1:
-        if not act.context:
+        alone = _click(replace(act, equals=1), (), []) if act.context else None
+        if alone is None:
             return None
         marks.append(act.context)
-        return f"{_click(replace(act, equals=1), (), [])} in {exact_quote(act.context)}"
-    name = exact_quote(act.name)
-    if act.role == "link":
-        return f"open {name}"
-    if act.role == "tab":
-        return f"switch to the {name} tab"
-    if act.role in ("checkbox", "switch"):
-        return f"toggle {name}"
-    if act.role in ("button", "menuitem"):
-        return f"press {name}"
-    return f"click {name}"
+        return f"{alone} in {exact_quote(act.context)}"
+    if act.shown:
+        name = exact_quote(act.name)
+        if act.role == "tab":
+            return f"switch to the {name} tab"
+    else:  # an icon-only control: its name is the icon's word, never quoted (not written)
+        word = icon_word(act.name)
+        if not word:
+            return None
+        name = f"the {word} {ICON_ROLES.get(act.role) or ROLE_NOUNS.get(act.role, 'icon')}"
+        if act.role == "tab":
+            return f"switch to {name}"
+    return f"{VERBS.get(act.role, 'click')} {name}"
 
 
 def _steps(acts: Sequence[Act], drawn: Sequence[str], marks: list[str]) -> str | None:
@@ -290,7 +303,8 @@ def instruction(effect: Effect, acts: Sequence[Act]) -> str | None:
     last = acts[-1] if acts else Act("other")
     typed = [a.text for a in acts if a.kind == "type" and a.text]
     subject = exact_quote(effect.subject)
-    if effect.kind == "state" and last.kind == "click" and last.name == effect.subject:
+    named = last.kind == "click" and last.shown  # its drawn name: the effect's words may quote it
+    if effect.kind == "state" and named and last.name == effect.subject:
         on = effect.check.element is not None and effect.check.element.state == "checked"
         if effect.role in SWITCHES:
             verb = SWITCHES[effect.role][0 if on else 1]
@@ -301,13 +315,7 @@ def instruction(effect: Effect, acts: Sequence[Act]) -> str | None:
         return _count(effect)
     if effect.kind == "value" and effect.check.element is not None:
         return f"Choose {exact_quote(effect.check.element.value or '')} in {subject}"
-    if (
-        effect.kind == "url"
-        and last.kind == "click"
-        and last.role == "link"
-        and last.name
-        and last.equals == 1
-    ):
+    if effect.kind == "url" and named and last.role == "link" and last.name and last.equals == 1:
         return pager(last.name) or f"Open the {exact_quote(last.name)} page"
     if effect.kind in ("appeared", "text") and typed and any(t in effect.subject for t in typed):
         added = next(t for t in typed if t in effect.subject)

@@ -16,6 +16,7 @@ from typing import Any
 
 from datagen.annotate import grounding_rows
 from datagen.annotate.describe import describe, model_description
+from datagen.annotate.grounding import UNSHOWN_NAMES
 from datagen.annotate.model import model_expressions
 from datagen.config import PipelineConfig
 from datagen.config.urls import strip_credentials
@@ -68,6 +69,7 @@ class Hit:
     equals: int = 1
     label: str = ""
     context: str = ""
+    shown: bool = True  # `name` is drawn (not an icon-only control's aria-label, alt, title)
 
     @classmethod
     def of(cls, element: Element, elements: Sequence[Element]) -> Hit:
@@ -78,7 +80,9 @@ class Hit:
             nth = next((i for i, e in enumerate(equals) if e.box == element.box), 0)
         told = sum(e.context == element.context for e in equals) == 1
         context = element.context if told else ""
-        return cls(element.role, element.name, nth, len(equals), element.accessible_name, context)
+        shown = element.name_source not in UNSHOWN_NAMES
+        name, label = element.name, element.accessible_name
+        return cls(element.role, name, nth, len(equals), label, context, shown)
 
 
 @dataclass

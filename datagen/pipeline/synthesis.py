@@ -219,7 +219,8 @@ def _acts(replayer: Replayer, steps: tuple[int, ...]) -> list[Act]:
         role, name = (hit.role, hit.name) if hit is not None else ("", "")
         if isinstance(action, Click):
             told = (hit.label, hit.context, hit.equals) if hit is not None else ("", "", 1)
-            acts.append(Act("click", role, name, "", *told))
+            shown = hit is None or hit.shown
+            acts.append(Act("click", role, name, "", *told, shown=shown))
         elif isinstance(action, TypeText):
             acts.append(Act("type", role, name, action.text))
         elif isinstance(action, Key):

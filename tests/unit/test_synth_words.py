@@ -157,3 +157,27 @@ def test_a_controls_new_number_is_worded_from_the_control_and_its_values() -> No
         == 'Make the "Page 1 of 5" tab read "Page 2 of 5"'
     )
     assert instruction(count("Qty 1", "Qty 2", "spinbutton"), []) == 'Make "Qty" show 2'
+
+
+def test_an_icon_only_controls_name_is_said_as_its_icon_never_quoted() -> None:
+    """The signup page's eye button: "Show password" is its aria-label, not drawn. The demo's
+    tasks export said `Press "Show password"`, quoting words the screen does not show."""
+    eye = Act("click", "button", "Show password", label="Show password", shown=False)
+    shown = element("appeared", "button", "Hide password")
+    assert instruction(shown, [eye]) == "Press the show password icon button"
+    gear = Act("click", "link", "Settings", label="Settings", shown=False)
+    assert instruction(url("/settings"), [gear]) == "Open the settings icon link"
+    tab = Act("click", "tab", "Alerts", label="Alerts", shown=False)
+    assert instruction(url("#tab=alerts"), [tab]) == "Switch to the alerts tab"
+    # a sentence of a name is no icon's word: no words, no task
+    long = replace(eye, name="Show the password you typed", label="Show the password you typed")
+    assert instruction(shown, [long]) is None
+    # one of several like icons, told apart by what is drawn beside it
+    delete = Act("click", "button", "Remove", label="Remove", context="Buy milk", equals=3)
+    gone = element("disappeared", "checkbox", "Buy milk", "absent")
+    assert instruction(gone, [replace(delete, shown=False)]) == (
+        'Press the remove icon button in "Buy milk"'
+    )
+    mute = Act("click", "switch", "Mute", label="Mute", shown=False)
+    muted = element("state", "switch", "Mute", "checked")
+    assert instruction(muted, [mute]) == "Toggle the mute switch"  # never `Turn on "Mute"`

@@ -51,6 +51,13 @@ DEMOS: tuple[tuple[Act, ...], ...] = (
     (Act("click", "button", "5", label="Page 5"),),
     (Act("click", "button", "Next", label="Next page"),),
     (Act("scroll"),),
+    # icon-only controls: their names are their aria-labels, never drawn
+    (Act("click", "button", "Save changes", shown=False),),
+    (Act("click", "link", "Pricing", shown=False),),
+    (Act("click", "tab", "Notifications", shown=False),),
+    (Act("click", "switch", "Buy milk", shown=False),),
+    (Act("click", "generic", "Buy milk", shown=False),),
+    (Act("click", "button", "Remove", equals=3, context="Chloe Mensah", shown=False),),
 )
 
 
@@ -182,3 +189,8 @@ def test_acts_done_match_the_steps_in_order_and_by_role_name_and_context() -> No
     assert typed is not None
     assert did(typed.steps, [Seen("type", "textbox", ["Name"], text="Ann")])
     assert not did(typed.steps, [Seen("type", "textbox", ["Email"], text="Ann")])
+    eye = parse("Press the show password icon button")  # an icon-only control's aria-label
+    assert eye is not None
+    assert matches(eye.steps[0], Seen("click", "button", [], "Show password"))
+    assert not matches(eye.steps[0], Seen("click", "button", [], "Hide password"))
+    assert not matches(eye.steps[0], Seen("click", "link", [], "Show password"))
