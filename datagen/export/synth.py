@@ -32,11 +32,11 @@ from datagen.export.coords import Frame
 from datagen.export.labels import Labelled, on_path, standin
 from datagen.export.options import ExportOptions
 from datagen.export.source import Row, ShardData, group_id, read_shard
-from datagen.export.tasks import chosen, synth_task_id
+from datagen.export.tasks import synth_task_id
 from datagen.export.trajectory import image_size, trajectory
 from datagen.sink.models import Marker
 from datagen.sink.storage import Storage
-from datagen.sink.synthesised import synthesised_run
+from datagen.sink.synthesised import chosen, synthesised_run
 
 SOURCE = "synthesised"  # `instruction_source` of a synthesised task's samples
 DONE = json.dumps({"type": "done", "answer": ""})

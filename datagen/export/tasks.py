@@ -21,7 +21,7 @@ from typing import Any
 from datagen.records import TaskSpec
 from datagen.records.taskrow import PROOF_STEPS
 from datagen.sink.storage import open_storage
-from datagen.sink.synthesised import synthesised
+from datagen.sink.synthesised import chosen, synthesised
 
 # steps a run of a task may take beyond its demonstration: room to recover, not to wander
 SLACK_STEPS = 3
@@ -97,29 +97,6 @@ def _plain(task: TaskSpec) -> dict[str, Any]:
                     k: v for k, v in data[key]["element"].items() if v is not None
                 }
     return {k: v for k, v in data.items() if v not in (None, "", [], ())}
-
-
-def chosen(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The kept rows, one per (start URL, effect), one per (start URL, instruction) and one per
-    demonstration (an episode's same steps): the shortest demonstration, then the first
-    episode id, then the first effect (the same list from the same run). Two checks of one
-    instruction ("Press "Save changes"" read by either of two messages) are one task to a
-    trainer, not two; nor are two effects of one demonstration (a todo added: its checkbox and
-    its Delete button appeared, `Add "Call the dentist"` and `... to the list`)."""
-    best: dict[tuple[str, str], dict[str, Any]] = {}
-    said: set[tuple[str, str]] = set()
-    shown: set[tuple[str, str, tuple[int, ...]]] = set()
-    order = sorted(rows, key=lambda r: (len(r["demo_steps"]), r["episode_id"], r["effect"]))
-    for row in order:
-        asked = (row["start_url"], row["instruction"])
-        demo = (row["start_url"], row["episode_id"], tuple(row["demo_steps"]))
-        if not row["kept"] or asked in said or demo in shown:
-            continue
-        if (row["start_url"], row["effect"]) not in best:
-            best[(row["start_url"], row["effect"])] = row
-            said.add(asked)
-            shown.add(demo)
-    return sorted(best.values(), key=lambda r: (r["site"], r["effect_kind"], r["synth_id"]))
 
 
 def card(rows: list[dict[str, Any]], kept: list[dict[str, Any]]) -> str:

@@ -140,12 +140,13 @@ def show_summary(console: Console, err_console: Console, summary: RunSummary, ta
     if line:
         console.print(plain(line), markup=False, highlight=False)
     kept, cut = sum(r.tasks_synthesised for r in results), summed(r.tasks_dropped for r in results)
+    listed = None
     if kept:  # what the whole run proved: a task another shard's episode disproves is dropped
         from datagen.observe.synth import run_counts  # reads Parquet: here only
 
-        kept, cut = run_counts(*manifest.output) or (kept, cut)
+        kept, cut, listed = run_counts(*manifest.output) or (kept, cut, None)
     line = synthesis_line(
-        sum(r.session_s for r in results), sum(r.synth_s for r in results), kept, cut
+        sum(r.session_s for r in results), sum(r.synth_s for r in results), kept, cut, listed
     )
     if line:
         console.print(plain(line), markup=False, highlight=False)
@@ -270,16 +271,27 @@ def summed(counts: Iterable[Mapping[str, int]]) -> dict[str, int]:
     return dict(total)
 
 
-def synthesis_line(session_s: float, synth_s: float, kept: int, dropped: Mapping[str, int]) -> str:
-    """Task synthesis (annotation.tasks): the tasks synthesised, those its proof kept, those
-    it dropped by proof step, and its time beside the browser sessions'; "" when none."""
+def synthesis_line(
+    session_s: float,
+    synth_s: float,
+    kept: int,
+    dropped: Mapping[str, int],
+    listed: int | None = None,
+) -> str:
+    """Task synthesis (annotation.tasks): the tasks synthesised, those its proof kept (and how
+    many tasks the task list gives of them, `listed`: the same effect kept by two shards, or
+    one instruction or demonstration with two checks, is one task), those it dropped by proof
+    step, and its time beside the browser sessions'; "" when none."""
     made = kept + sum(dropped.values())
     if not made:
         return ""
     share = f"{synth_s / session_s:.1%} of session time, " if session_s > 0 else ""
+    export = "`datagen export OUT -f tasks`"
+    if listed is not None and listed != kept:
+        export = f"{listed} tasks once duplicates are left out: {export}"
     return (
         f"task synthesis: {made} tasks synthesised, {kept} kept, dropped by proof step: "
-        f"{counts_text(dropped)} ({share}{synth_s:.1f} s; `datagen export OUT -f tasks`)"
+        f"{counts_text(dropped)} ({share}{synth_s:.1f} s; {export})"
     )
 
 

@@ -21,15 +21,17 @@ from typing import Any
 
 from datagen.records.taskrow import DROPS
 from datagen.sink.storage import open_storage
-from datagen.sink.synthesised import synthesised
+from datagen.sink.synthesised import chosen, synthesised
 
 log = logging.getLogger(__name__)
 
 
-def run_counts(uri: str, endpoint_url: str | None = None) -> tuple[int, dict[str, int]] | None:
-    """The output's synthesised tasks kept, and those dropped by proof step, specificity
-    decided over the whole run (sink/synthesised.py); None when they cannot be read (the
-    summary then says what the shards proved, the reason logged) or hold none."""
+def run_counts(uri: str, endpoint_url: str | None = None) -> tuple[int, dict[str, int], int] | None:
+    """The output's synthesised tasks kept, those dropped by proof step, specificity decided
+    over the whole run (sink/synthesised.py), and the tasks the task list gives of the kept
+    (`chosen`: one per start URL and effect, instruction, demonstration); None when they
+    cannot be read (the summary then says what the shards proved, the reason logged) or hold
+    none."""
     try:
         rows = synthesised(open_storage(uri, endpoint_url))
     except Exception:
@@ -38,7 +40,7 @@ def run_counts(uri: str, endpoint_url: str | None = None) -> tuple[int, dict[str
     if not rows:
         return None
     dropped = Counter(str(r["dropped_at"]) for r in rows if not r["kept"])
-    return sum(1 for r in rows if r["kept"]), dict(dropped)
+    return sum(1 for r in rows if r["kept"]), dict(dropped), len(chosen(rows))
 
 
 def _table(title: str, counts: Mapping[str, int]) -> str:

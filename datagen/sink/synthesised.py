@@ -125,3 +125,26 @@ def synthesised_run(storage: Storage) -> tuple[list[Row], list[Final]]:
     starts = {r["start_url"] for r in rows if r["kept"]}
     ended = finals(storage, starts)
     return run_wide(rows, ended), ended
+
+
+def chosen(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The kept rows, one per (start URL, effect), one per (start URL, instruction) and one per
+    demonstration (an episode's same steps): the shortest demonstration, then the first
+    episode id, then the first effect (the same list from the same run). Two checks of one
+    instruction ("Press "Save changes"" read by either of two messages) are one task to a
+    trainer, not two; nor are two effects of one demonstration (a todo added: its checkbox and
+    its Delete button appeared, `Add "Call the dentist"` and `... to the list`)."""
+    best: dict[tuple[str, str], dict[str, Any]] = {}
+    said: set[tuple[str, str]] = set()
+    shown: set[tuple[str, str, tuple[int, ...]]] = set()
+    order = sorted(rows, key=lambda r: (len(r["demo_steps"]), r["episode_id"], r["effect"]))
+    for row in order:
+        asked = (row["start_url"], row["instruction"])
+        demo = (row["start_url"], row["episode_id"], tuple(row["demo_steps"]))
+        if not row["kept"] or asked in said or demo in shown:
+            continue
+        if (row["start_url"], row["effect"]) not in best:
+            best[(row["start_url"], row["effect"])] = row
+            said.add(asked)
+            shown.add(demo)
+    return sorted(best.values(), key=lambda r: (r["site"], r["effect_kind"], r["synth_id"]))

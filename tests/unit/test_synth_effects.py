@@ -111,3 +111,7 @@ def test_the_summary_line_counts_kept_and_dropped_by_proof_step() -> None:
     line = synthesis_line(200.0, 12.0, 5, {"holds_at_start": 2, "volatile": 3})
     assert line.startswith("task synthesis: 10 tasks synthesised, 5 kept, dropped by proof ")
     assert "volatile 3, holds_at_start 2" in line and "6.0% of session time" in line
+    # the task list gives fewer than the kept (one effect kept by two shards): the line says so
+    listed = synthesis_line(200.0, 12.0, 11, {"volatile": 68}, listed=9)
+    assert "11 kept" in listed and "9 tasks once duplicates are left out" in listed
+    assert "left out" not in synthesis_line(200.0, 12.0, 11, {"volatile": 68}, listed=11)

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from datagen.annotate.failure import fail_check, failure_lines
 from datagen.export import export_output, parse_options
-from datagen.export.tasks import chosen, export_tasks
+from datagen.export.tasks import export_tasks
 from datagen.observe import roles
 from datagen.observe.outcome import RunSummary
 from datagen.observe.summary import show_summary
@@ -27,6 +27,7 @@ from datagen.records import PageState, SuccessCheck, TaskRow
 from datagen.runtime.report import Timeline, write_report
 from datagen.sink.manifest import finalize
 from datagen.sink.storage import LocalStorage
+from datagen.sink.synthesised import chosen
 from datagen.sink.writer import write_shard
 from tests.helpers import shard_stats
 from tests.unit.synthetic_run import RUN, Task, _episode, write_run
