@@ -23,11 +23,12 @@ BOX_COLOUR, TARGET_COLOUR, CLICK_COLOUR = "#00c853", "#ff9100", "#ff00ff"
 def load(
     uri: str, endpoint_url: str | None = None, columns: dict[str, list[str] | None] | None = None
 ) -> dict[str, list[dict[str, Any]]]:
-    """Committed rows of every table (optionally only some columns)."""
-    columns = columns or {}
+    """Committed rows of every table (optionally only some columns; of synthesised `tasks`,
+    only their ids unless asked: the summary counts them)."""
+    columns = {"tasks": ["synth_id"], **(columns or {})}
     return {
         t: read_committed(uri, t, endpoint_url, columns.get(t)).to_table().to_pylist()
-        for t in ("episodes", "steps", "grounding", "rejects")
+        for t in ("episodes", "steps", "grounding", "rejects", "tasks")
     }
 
 

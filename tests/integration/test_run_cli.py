@@ -102,6 +102,12 @@ def test_demo_pipeline_meets_the_promise(tmp_path: Path) -> None:
     assert len(episodes) >= 25 and len(tables["steps"]) >= 200
     assert sum(bool(e["success"]) for e in episodes) >= 5
     assert len(tables["grounding"]) >= len(tables["steps"])
+    # the demo synthesises tasks: its card and `inspect` name their table with the others
+    assert (
+        "\n- `tasks`: one row per task candidate" in (tmp_path / "demo" / "README.md").read_text()
+    )
+    seen = datagen("inspect", str(tmp_path / "demo"))
+    assert seen.returncode == 0 and "'tasks':" in seen.stdout, seen.stdout + seen.stderr
 
 
 def test_datasets_loads_images(reference: Path) -> None:
