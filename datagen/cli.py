@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from datagen.engine.cli import engine_app
-from datagen.errors import DatagenError
+from datagen.errors import DatagenError, ExportError
 from datagen.export.choices import Coords, Filter, Instruction, Output, Syntax
 from datagen.observe.help import VersionOpt, choice, reflow_help
 from datagen.observe.safe import plain, safe
@@ -362,6 +362,12 @@ def export_command(
     try:
         if format == "tasks":  # a task list, not training samples (export/tasks.py)
             from datagen.export.tasks import export_tasks
+
+            extra = {**given, "validation": validation, "license": license}
+            unread = [k for k, v in extra.items() if v is not None]
+            if unread:
+                flags = ", ".join("--" + k.replace("_", "-") for k in unread)
+                raise ExportError(f"--format tasks does not read {flags}; fix: leave it out")
 
             summary = export_tasks(uri, to, endpoint_url).summary()
         else:

@@ -134,11 +134,23 @@ def check_same(state: ExportState, run_id: str, options: dict[str, object]) -> N
             "fix: export into another folder with --to"
         )
     if state.options != options:
-        theirs = " ".join(f"--{k} {v}" for k, v in state.options.items())
+        differ = [k for k in {**state.options, **options} if state.options.get(k) != options.get(k)]
+        theirs = " ".join(_flag(k, state.options.get(k)) for k in differ)
+        yours = " ".join(_flag(k, options.get(k)) for k in differ)
         raise ExportError(
-            f"the export folder holds an export made with {theirs}; its samples and these would "
-            "mix conventions; fix: use the same options, or another folder with --to"
+            f"the export folder holds an export made with {theirs} (this one: {yours}); its "
+            "samples and these would mix conventions; fix: use the same options, or another "
+            "folder with --to"
         )
+
+
+def _flag(key: str, value: object) -> str:
+    """An export option as `datagen export` spells it: `--coords norm1000`, `--allow-standin`,
+    `--no-allow-standin`."""
+    name = key.replace("_", "-")
+    if isinstance(value, bool):
+        return f"--{name}" if value else f"--no-{name}"
+    return f"--{name} {value}"
 
 
 def save_state(storage: Storage, state: ExportState) -> None:

@@ -375,7 +375,8 @@ def test_cli_exports_and_names_bad_options(made: Made) -> None:
         ("-f", "grounding", "--history", "3"): "does not read --history",
         ("-f", "sft", "--filter", "judged"): "add --instruction relabeled",
         ("-f", "sft", "--coords", "inches"): "'--coords': Value error, 'inches' is not one of",
-        ("-f", "grounding", "--coords", "norm01", "--to", str(to)): "made with --format grounding",
+        ("-f", "grounding", "--coords", "norm01", "--to", str(to)): "(this one: --coords norm01)",
+        ("-f", "tasks", "--coords", "norm1000"): "--format tasks does not read --coords",
     }
     for args, message in cases.items():
         bad = runner.invoke(app, ["export", str(made.out), *args])
