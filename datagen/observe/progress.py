@@ -104,9 +104,10 @@ class RichProgress:
         rate = self._steps / max(time.perf_counter() - self._t0, 1e-6)
         top = ", ".join(f"{k} {v}" for k, v in self._rejects.most_common(3))
         return (
-            f"episodes {self._episodes} · rejected {self._rejected} · steps {self._steps} "
+            f"episodes {self._episodes} · tasks rejected {self._rejected} · steps {self._steps} "
             f"({rate:.1f}/s) · solved {self._solved} · shards {self._shards}"
-            + (f" · rejects: {top}" if top else "")
+            # rows of `rejects`: a task's, an episode's, and a grounding element's (occluded)
+            + (f" · reject rows: {top}" if top else "")
         )
 
 

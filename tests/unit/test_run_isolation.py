@@ -29,7 +29,7 @@ def test_an_episode_reported_again_counts_once_with_its_last_outcome() -> None:
     progress.episode({"episode_id": "e1", "episode": True, "steps": 2, "solved": True})  # rerun
     progress.episode({"episode_id": "e2", "episode": True, "steps": 1})
     assert progress.ended == 2
-    assert progress._stats().startswith("episodes 2 · rejected 0 · steps 3 ")
+    assert progress._stats().startswith("episodes 2 · tasks rejected 0 · steps 3 ")
     assert "solved 1" in progress._stats() and "rejects:" not in progress._stats()
 
 
