@@ -106,6 +106,7 @@ def card(rows: list[dict[str, Any]], kept: list[dict[str, Any]]) -> str:
     dropped = Counter(r["dropped_at"] for r in rows if not r["kept"])
     writes = Counter(w.split(" ", 1)[1] for r in kept for w in r.get("writes") or [])
     failing = sum(1 for r in kept if r.get("fail_json"))
+    alone = sum(1 for r in kept if not r.get("false_on_episodes"))
     lines = [
         "# Synthesised tasks",
         "",
@@ -114,7 +115,9 @@ def card(rows: list[dict[str, Any]], kept: list[dict[str, Any]]) -> str:
         "after its demonstration on two sealed replays (and, for a message in a live region, "
         "still true once it had time to go: not `transient`), and false on the final state "
         "of the run's other episodes from the same start that did not act as it did, in "
-        "every shard.",
+        f"every shard. {alone} of them met no such episode (every other episode from their "
+        "start acted as the demonstration did, or none ran): only their start states speak "
+        "for their specificity (`provenance.proof`).",
         "",
         "| effect kind | tasks |",
         "|---|---|",

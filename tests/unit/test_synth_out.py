@@ -15,7 +15,7 @@ from rich.console import Console
 
 from datagen.annotate.failure import fail_check, failure_lines
 from datagen.export import export_output, parse_options
-from datagen.export.tasks import export_tasks
+from datagen.export.tasks import card, export_tasks
 from datagen.observe import roles
 from datagen.observe.outcome import RunSummary
 from datagen.observe.summary import show_summary
@@ -168,6 +168,16 @@ def test_the_task_list_carries_the_fail_check_and_the_writes(tmp_path: Path) -> 
     assert task["provenance"]["fail_from"] == "form-a-1"
     card = (out / "exports" / "tasks" / "README.md").read_text()
     assert "1 tasks have a `fail` check" in card and "| POST /form/send | 1 |" in card
+    assert "0 of them met no such episode" in card  # form-a-1 ended with its check false
+
+
+def test_the_card_says_which_tasks_no_other_episode_spoke_against() -> None:
+    """The shop's cart task: every other episode from its start clicked "Add to cart" too, so
+    only its start states were read against it; the card says how many such tasks it lists."""
+    row = task_row(Task("shop", "cart"), "s1", [0]).model_dump()
+    other = row | {"synth_id": "s2", "false_on_episodes": ["shop-b-0"]}
+    said = card([row, other], [row, other])
+    assert "1 of them met no such episode" in said
 
 
 def test_the_report_section_counts_by_kind_site_and_proof_step() -> None:
