@@ -121,9 +121,9 @@ class JudgingHost(BrowserHost):
 
     @asynccontextmanager
     async def session(
-        self, record: Path | None = None, proxy: dict[str, str] | None = None
+        self, record: Path | None = None, proxy: dict[str, str] | None = None, counted: bool = True
     ) -> AsyncIterator[Session]:
-        async with super().session(record, proxy) as session:
+        async with super().session(record, proxy, counted) as session:
             self._instrument(session)
             yield session
 

@@ -35,9 +35,9 @@ def figures(out: str) -> list[str]:
     session = sum(m.stats.session_s for m in markers)
     tasks = synthesised(LocalStorage(out))  # specificity decided over the whole run
     columns = ["task_id", "episode_id", "verification"]
-    episodes = read_committed(out, "episodes", columns).to_table().to_pylist()
+    episodes = read_committed(out, "episodes", columns=columns).to_table().to_pylist()
     columns = ["episode_id", "step_index", "needed", "action_type"]
-    steps = read_committed(out, "steps", columns).to_table()
+    steps = read_committed(out, "steps", columns=columns).to_table()
     needed: dict[str, list[int]] = {}
     for s in steps.to_pylist():
         if s["needed"] and s["action_type"] != "done":
