@@ -23,7 +23,7 @@ unset PYTHONDONTWRITEBYTECODE
 bash scripts/setup.sh
 .venv/bin/ruff check datagen tests bench oracle
 .venv/bin/ruff format --check --quiet datagen tests bench oracle
-.venv/bin/mypy datagen tests oracle
+.venv/bin/mypy datagen tests bench oracle
 default=(-m "not slow and not soak")
 # Three pytest-xdist workers, each test file whole on one of them (its module fixtures: a
 # browser, a cluster, a server, set up once): most tests wait on pages settling and servers
