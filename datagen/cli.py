@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from datagen.engine.cli import engine_app
-from datagen.errors import DatagenError, ExportError
+from datagen.errors import DatagenError
 from datagen.export.choices import Coords, Filter, Instruction, Output, Syntax
 from datagen.observe.help import VersionOpt, choice, reflow_help
 from datagen.observe.safe import plain, safe
@@ -361,14 +361,9 @@ def export_command(
     given |= {"min_pixels": min_pixels, "max_pixels": max_pixels}
     try:
         if format == "tasks":  # a task list, not training samples (export/tasks.py)
-            from datagen.export.tasks import export_tasks
+            from datagen.export.tasks import export_tasks, reads_none
 
-            extra = {**given, "validation": validation, "license": license}
-            unread = [k for k, v in extra.items() if v is not None]
-            if unread:
-                flags = ", ".join("--" + k.replace("_", "-") for k in unread)
-                raise ExportError(f"--format tasks does not read {flags}; fix: leave it out")
-
+            reads_none(given | {"validation": validation, "license": license})
             summary = export_tasks(uri, to, endpoint_url).summary()
         else:
             options = parse_options(format, **given, validation=validation)

@@ -18,6 +18,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from datagen.errors import ExportError
 from datagen.records import TaskSpec
 from datagen.records.taskrow import PROOF_STEPS
 from datagen.sink.storage import open_storage
@@ -97,6 +98,15 @@ def _plain(task: TaskSpec) -> dict[str, Any]:
                     k: v for k, v in data[key]["element"].items() if v is not None
                 }
     return {k: v for k, v in data.items() if v not in (None, "", [], ())}
+
+
+def reads_none(given: dict[str, Any]) -> None:
+    """ExportError naming the sample options given (not None) to `--format tasks`, a task list
+    that reads none of them."""
+    unread = [k for k, v in given.items() if v is not None]
+    if unread:
+        flags = ", ".join("--" + k.replace("_", "-") for k in unread)
+        raise ExportError(f"--format tasks does not read {flags}; fix: leave it out")
 
 
 def card(rows: list[dict[str, Any]], kept: list[dict[str, Any]]) -> str:
