@@ -130,14 +130,18 @@ def synthesised_run(storage: Storage) -> tuple[list[Row], list[Final]]:
 def chosen(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The kept rows, one per (start URL, effect), one per (start URL, instruction) and one per
     demonstration (an episode's same steps): the shortest demonstration, then the first
-    episode id, then the first effect (the same list from the same run). Two checks of one
-    instruction ("Press "Save changes"" read by either of two messages) are one task to a
-    trainer, not two; nor are two effects of one demonstration (a todo added: its checkbox and
-    its Delete button appeared, `Add "Call the dentist"` and `... to the list`)."""
+    episode id, then one whose check reads what its words quote, then the first effect (the
+    same list from the same run). Two checks of one instruction ("Press "Save changes"" read
+    by either of two messages) are one task to a trainer, not two; nor are two effects of one
+    demonstration (a todo added: its checkbox "Call the dentist" and its Delete button
+    appeared; `Add "Call the dentist" to the list`, checked by the item itself, is kept over
+    `Add "Call the dentist"`, checked by its Delete button)."""
     best: dict[tuple[str, str], dict[str, Any]] = {}
     said: set[tuple[str, str]] = set()
     shown: set[tuple[str, str, tuple[int, ...]]] = set()
-    order = sorted(rows, key=lambda r: (len(r["demo_steps"]), r["episode_id"], r["effect"]))
+    order = sorted(
+        rows, key=lambda r: (len(r["demo_steps"]), r["episode_id"], not _reads(r), r["effect"])
+    )
     for row in order:
         asked = (row["start_url"], row["instruction"])
         demo = (row["start_url"], row["episode_id"], tuple(row["demo_steps"]))
@@ -148,3 +152,10 @@ def chosen(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             said.add(asked)
             shown.add(demo)
     return sorted(best.values(), key=lambda r: (r["site"], r["effect_kind"], r["synth_id"]))
+
+
+def _reads(row: Row) -> bool:
+    """Does the row's check read a text its instruction quotes (an element's name, a line)?"""
+    check = json.loads(row["check_json"])
+    read = check.get("text_present") or (check.get("element") or {}).get("name")
+    return bool(read) and f'"{read}"' in row["instruction"]

@@ -245,8 +245,14 @@ def test_the_run_summary_line_sums_every_shard_of_the_run(tmp_path: Path) -> Non
 def kept_row(
     site: str, kind: str, episode: str, effect: str, instruction: str, steps: list[int]
 ) -> dict[str, Any]:
-    """A kept row of the tasks table, as `chosen` reads it."""
+    """A kept row of the tasks table, as `chosen` reads it (its check from its effect)."""
+    what, _, rest = effect.partition(":")
+    role, _, name = rest.partition(":")
+    check: dict[str, Any] = {"element": {"role": role, "name": name.split(":")[0]}}
+    if what in ("text", "url"):
+        check = {"text_present" if what == "text" else "url_contains": rest}
     return {
+        "check_json": json.dumps(check),
         "kept": True,
         "start_url": f"site://{site}/",
         "site": site,
@@ -282,8 +288,9 @@ def test_two_checks_of_one_instruction_are_one_task() -> None:
 
 def test_two_effects_of_one_demonstration_are_one_task() -> None:
     """A todo added: its checkbox and its Delete button appeared, two checks and two wordings
-    of one demonstration: one task (the first effect); the same steps of another episode, or
-    more steps of the same one, stay tasks of their own."""
+    of one demonstration: one task (the one whose check reads what its words quote: the item
+    itself, not its Delete button, which the demo's task list kept); the same steps of another
+    episode, or more steps of the same one, stay tasks of their own."""
 
     def row(episode: str, effect: str, instruction: str, steps: list[int]) -> dict[str, Any]:
         return kept_row("todo", "appeared", episode, effect, instruction, steps)
@@ -296,7 +303,7 @@ def test_two_effects_of_one_demonstration_are_one_task() -> None:
     ]  # fmt: skip
     kept = chosen(rows)
     assert [(r["episode_id"], r["instruction"]) for r in kept] == [
-        ("e1", 'Add "Call the dentist"'),
+        ("e1", 'Add "Call the dentist" to the list'),
         ("e1", 'Check "Call the dentist"'),
         ("e2", 'Add "Walk the cat" to the list'),
     ]
