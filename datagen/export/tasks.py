@@ -37,7 +37,13 @@ class TaskExport:
     candidates: int
 
     def summary(self) -> str:
-        return f"{self.tasks} tasks (of {self.candidates} candidates) written to {self.key}"
+        line = f"{self.tasks} tasks (of {self.candidates} candidates) written to {self.key}"
+        if not self.candidates:  # a run without task synthesis: say why the list is empty
+            line += (
+                "; the output holds no synthesised tasks: run the pipeline with "
+                "`annotation.tasks: {}` (and `annotation.verify`) to make them"
+            )
+        return line
 
 
 def synth_task_id(row: dict[str, Any]) -> str:

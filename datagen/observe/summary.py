@@ -281,11 +281,12 @@ def synthesis_line(
     """Task synthesis (annotation.tasks): the tasks synthesised, those its proof kept (and how
     many tasks the task list gives of them, `listed`: the same effect kept by two shards, or
     one instruction or demonstration with two checks, is one task), those it dropped by proof
-    step, and its time beside the browser sessions'; "" when none."""
+    step, and its time as a share of the sessions' with it; "" when none."""
     made = kept + sum(dropped.values())
     if not made:
         return ""
-    share = f"{synth_s / session_s:.1%} of session time, " if session_s > 0 else ""
+    # its replays run beside the sessions' time (episodes and verification), not within it
+    share = f"{synth_s / (session_s + synth_s):.1%} of session time with it, " if synth_s else ""
     export = "`datagen export OUT -f tasks`"
     if listed is not None and listed != kept:
         export = f"{listed} tasks once duplicates are left out: {export}"

@@ -63,7 +63,7 @@ class ShardResult(Frozen):
     )
     synth_s: float = Field(
         0.0,
-        description="of session_s, task synthesis's (annotation.tasks): its replays' time",
+        description="task synthesis's (annotation.tasks) replays' time, apart from session_s",
     )
     tasks_synthesised: int = Field(0, description="synthesised tasks its proof kept")
     tasks_dropped: dict[str, int] = Field(

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from datagen.annotate.failure import fail_check, failure_lines
 from datagen.export import export_output, parse_options
-from datagen.export.tasks import card, export_tasks
+from datagen.export.tasks import TaskExport, card, export_tasks
 from datagen.observe import roles
 from datagen.observe.outcome import RunSummary
 from datagen.observe.summary import show_summary
@@ -239,7 +239,7 @@ def test_the_run_summary_line_sums_every_shard_of_the_run(tmp_path: Path) -> Non
     assert (
         "task synthesis: 9 tasks synthesised, 5 kept, dropped by proof step: not_again 3, " in text
     )
-    assert "volatile 1 (5.0% of session time, 5.0 s;" in text
+    assert "volatile 1 (4.8% of session time with it, 5.0 s;" in text  # 5 of 100 + 5 s
 
 
 def kept_row(
@@ -332,3 +332,10 @@ def test_the_roles_are_read_from_the_output_once_for_the_report_and_the_summary(
     assert len(reads) == 1  # the driver's read, not a second or third one
     assert "localizer error vs the DOM box: median 7 px" in (storage.root / key).read_text()
     assert "localizer error vs the DOM box: median 7 px" in console.export_text()
+
+
+def test_an_empty_task_list_says_why() -> None:
+    """A run without task synthesis exports an empty list: the line says how to get one (it
+    said only "0 tasks (of 0 candidates) written")."""
+    assert "annotation.tasks" in TaskExport("tasks.jsonl", 0, 0).summary()
+    assert "annotation.tasks" not in TaskExport("tasks.jsonl", 0, 3).summary()  # all dropped
