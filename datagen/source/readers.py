@@ -7,6 +7,7 @@ Errors name the file and line; nothing here touches the network.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Iterator
@@ -100,12 +101,35 @@ def read_native(
             problems = "; ".join(
                 f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
             )
-            raise SourceError(f"{path}:{number}: {problems}") from None
+            near = [hint for e in exc.errors() if (hint := _near(e))]
+            fix = "; ".join(near) if near else ""
+            raise SourceError(f"{path}:{number}: {problems}", fix) from None
         checked_id(task.id, f"{path}:{number}", seen, number)
         tasks.append(task)
         if limit and len(tasks) >= limit:
             break
     return tasks
+
+
+def _near(error: Any) -> str:
+    """`did you mean 'instruction'?` for a misspelt key of a task (or of its check, fail or
+    element check); "" for any other problem."""
+    loc = tuple(error["loc"])
+    if error["type"] != "extra_forbidden" or not loc:
+        return ""
+    model: Any = TaskSpec
+    for key in loc[:-1]:  # check / fail ─► SuccessCheck, element ─► ElementCheck
+        field = getattr(model, "model_fields", {}).get(key)
+        model = getattr(field, "annotation", None)
+        model = next((a for a in getattr(model, "__args__", ()) if a is not type(None)), model)
+    allowed = list(getattr(model, "model_fields", {}))
+    close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+    where = ".".join(map(str, loc))
+    return (
+        f"{where}: did you mean '{close[0]}'?"
+        if close
+        else f"{where}: keys here: {', '.join(allowed)}"
+    )
 
 
 def read_webvoyager(path: Path, limit: int | None = None) -> list[TaskSpec]:

@@ -131,3 +131,23 @@ def test_run_id_changes_with_tasks(tmp_path: Path) -> None:
     two = make_plan(make_config(tmp_path, run={"max_steps": 4, "limit": 5}))
     assert one.run_id != two.run_id and len(two.tasks) == 5
     assert make_plan(make_config(tmp_path)).run_id == one.run_id
+
+
+def test_a_misspelt_task_key_gets_the_key_it_meant(tmp_path: Path) -> None:
+    """A user's own task list: `instrution`, `text_presnt`, an element check's `nam` each name
+    the key meant as the fix (they got only "correct the task list")."""
+    start = '{"id": "a", "start_url": "http://127.0.0.1:8765/", '
+    cases = {
+        start + '"instrution": "x"}': "instrution: did you mean 'instruction'?",
+        start + '"instruction": "x", "check": {"text_presnt": "y"}}': (
+            "check.text_presnt: did you mean 'text_present'?"
+        ),
+        start + '"instruction": "x", "check": {"element": {"role": "button", "nam": "y"}}}': (
+            "check.element.nam: did you mean 'name'?"
+        ),
+    }
+    for line, fix in cases.items():
+        (tmp_path / "t.jsonl").write_text(line + "\n")
+        with pytest.raises(SourceError) as caught:
+            read_native(tmp_path / "t.jsonl")
+        assert caught.value.fix == fix and "t.jsonl:1:" in str(caught.value)
