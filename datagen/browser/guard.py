@@ -117,10 +117,7 @@ class UrlGuard:
         for address in addresses:
             if self._allowed(address, port) or _public(address):
                 continue
-            return (
-                f"{_shown(host, address)} is not a public address (allow it in browser.allow)",
-                [],
-            )
+            return f"{_shown(host, address)} is not a public address ({_fix(host, port)})", []
         return None, addresses
 
     def check_static(self, url: str) -> str | None:
@@ -152,7 +149,7 @@ class UrlGuard:
             return None  # a name: only DNS can tell
         if self._allowed(address, port) or _public(address):
             return None
-        return f"{_shown(host, address)} is not a public address (allow it in browser.allow)"
+        return f"{_shown(host, address)} is not a public address ({_fix(host, port)})"
 
     def _allowed(self, address: IpAddress, port: int) -> bool:
         text = str(address)
@@ -242,6 +239,13 @@ def _public(address: IpAddress) -> bool:
         if address.is_site_local or address in NAT64_LOCAL:
             return False  # deprecated site-local, local-use NAT64: never the open internet
     return address.is_global and not address.is_multicast
+
+
+def _fix(host: str, port: int) -> str:
+    """The browser.allow entry that lets this host and port in (an allowed host on another
+    port is not this one: the fix names the port)."""
+    entry = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return f'fix: add "{entry}" to browser.allow'
 
 
 def _shown(host: str, address: IpAddress) -> str:

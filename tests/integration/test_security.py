@@ -180,7 +180,8 @@ def test_pages_cannot_reach_loopback_or_metadata(
     # proxy stops it on the connection, and the episode records it like any other refusal.
     assert any(hop in r for r in egress)
     assert blocked["redirect-sub"] == [
-        f"127.0.0.1 is not a public address (allow it in browser.allow): http://{hop}"
+        f'127.0.0.1 is not a public address (fix: add "{hop.split("/")[0]}" to browser.allow): '
+        f"http://{hop}"
     ]
     assert any(r.startswith("ws://") or "ws" in r for r in blocked["ws"])
 

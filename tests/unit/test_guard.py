@@ -74,7 +74,7 @@ def test_the_reason_names_the_ipv4_an_ipv6_address_carries() -> None:
     reason = check(UrlGuard(), "http://[64:ff9b::a9fe:a9fe]/")
     assert reason == (
         "64:ff9b::a9fe:a9fe, which carries 169.254.169.254, is not a public address "
-        "(allow it in browser.allow)"
+        '(fix: add "[64:ff9b::a9fe:a9fe]:80" to browser.allow)'
     )
 
 
