@@ -311,12 +311,14 @@ def verification_line(
     if not (replays or verified) or session_s <= 0:
         return ""
     sent = ", ".join(f"{k} {n}" for k, n in sorted(network.items())) or "nothing"
-    each = f" for {verified} verified episodes ({replays / verified:.1f} each)" if verified else ""
+    episodes = f"{verified} verified episode{'s' * (verified != 1)}"
+    each = f" for {episodes} ({replays / verified:.1f} each)" if verified else ""
     stopped = sum((refused or {}).values())
     shown = ", ".join(f"{k} {n}" for k, n in sorted((refused or {}).items())[:6])
     return (
         f"verification: {verify_s / session_s:.1%} of session time ({verify_s:.1f} of "
-        f"{session_s:.1f} s), {replays} replays{each}; replays sent to the network: {sent}; "
+        f"{session_s:.1f} s), {replays} replay{'s' * (replays != 1)}{each}; replays sent to the "
+        f"network: {sent}; "
         f"refused: {stopped}{f' ({shown})' if shown else ''} (the rest answered from the "
         "episodes' recorded traffic)"
     )

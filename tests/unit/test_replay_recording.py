@@ -95,6 +95,9 @@ def test_plan_and_summary_say_what_verification_does(tmp_path: Path) -> None:
     mixed = verification_line(100.0, 20.0, 7, {}, verified=10)
     assert "7 replays for 10 verified episodes (0.7 each)" in mixed
     assert "0 replays for 2 verified episodes" in verification_line(100.0, 0.0, 0, {}, verified=2)
+    assert "1 replay for 1 verified episode (1.0 each)" in verification_line(
+        9.0, 1.0, 1, {}, verified=1
+    )
 
 
 def test_volatile_values_match_and_other_values_do_not(tmp_path: Path) -> None:
