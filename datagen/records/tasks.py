@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from datagen.records.actions import Action
 from datagen.records.base import Frozen
@@ -30,6 +30,16 @@ class SuccessCheck(Frozen):
         "present | absent | checked | unchecked, optionally the value it shows; decided the "
         "same way on a live page and on a recorded observation",
     )
+
+    @model_validator(mode="after")
+    def _says_something(self) -> SuccessCheck:
+        # an empty check holds on every page: the task would be "solved" before its first step
+        if all(v is None for v in (self.js, self.url_contains, self.text_present, self.element)):
+            raise ValueError(
+                "an empty check holds on every page; give one of url_contains, text_present, "
+                "element, js (or leave the check out: the task then has none)"
+            )
+        return self
 
     @model_serializer(mode="wrap")
     def _omit_no_element(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

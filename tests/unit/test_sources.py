@@ -151,3 +151,12 @@ def test_a_misspelt_task_key_gets_the_key_it_meant(tmp_path: Path) -> None:
         with pytest.raises(SourceError) as caught:
             read_native(tmp_path / "t.jsonl")
         assert caught.value.fix == fix and "t.jsonl:1:" in str(caught.value)
+
+
+def test_an_empty_check_is_refused_with_the_line(tmp_path: Path) -> None:
+    """`"check": {}` holds on every page: validate passed it and every episode became a
+    check_passes_at_start reject. Now the task list is refused by line."""
+    line = '{"id": "a", "start_url": "http://127.0.0.1:8765/", "instruction": "x", "check": {}}'
+    (tmp_path / "t.jsonl").write_text(line + "\n")
+    with pytest.raises(SourceError, match=r"t\.jsonl:1: check: .*an empty check holds on every"):
+        read_native(tmp_path / "t.jsonl")
