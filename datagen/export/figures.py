@@ -110,8 +110,7 @@ def episode_counts(shard: ShardData, rows: list[Row]) -> Counter[str]:
     of other shards, and theirs is not their episode's; pairs: the chosen side passed it, and
     its episode's verification)."""
     counts: Counter[str] = Counter()
-    episodes = {e["episode_id"]: e for e in shard.episodes}
-    episodes |= {i: e for i, (e, _) in shard.rollouts.items() if i not in episodes}
+    episodes = {i: e for i, (e, _) in shard.reachable().items()}
     for r in rows:
         episode = episodes.get(r.get("chosen_episode_id") or r.get("episode_id") or "")
         if episode is None:

@@ -55,6 +55,13 @@ class ShardData:
         """The shard's number."""
         return self.marker.shard
 
+    def reachable(self) -> dict[str, tuple[Row, list[Row]]]:
+        """Episode id → (episode, steps): the shard's own episodes and the `rollouts` of other
+        shards its rl groups take (its own first, where an id is in both)."""
+        steps = self.steps_by_episode
+        own = {e["episode_id"]: (e, steps.get(e["episode_id"], [])) for e in self.episodes}
+        return self.rollouts | own
+
     def lost(self) -> list[Row]:
         """Rejects that cost a whole episode (its task or episode stage)."""
         return [r for r in self.rejects if r["stage"] in LOST_EPISODE]

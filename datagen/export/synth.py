@@ -190,9 +190,8 @@ def rl_synth(
     """A group per synthesised task: its demonstration (reward 1.0), then the episodes from
     its start whose final page its check was false on (reward 0.0; `failed_on`), of this
     shard or another (`shard.rollouts`). `system(frame)`: the system turn for a screen."""
-    steps_of = shard.steps_by_episode
-    own = {e["episode_id"]: (e, steps_of.get(e["episode_id"], [])) for e in shard.episodes}
-    episodes = shard.rollouts | own  # and those of other shards (elsewhere())
+    episodes = shard.reachable()  # its own, and those of other shards (elsewhere())
+    own = {e["episode_id"] for e in shard.episodes}
     out = []
     for demo in demos(shard, options, tally):
         count(demo, tally)
